@@ -1,0 +1,97 @@
+# inferops.sglang — every set-up step a fresh Debian 12 machine needs, and every CI gate.
+# `make demo` and `make test` are the README's two commands; both are idempotent.
+SHELL        := /bin/bash
+.SHELLFLAGS  := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VENV         := .venv
+PY           := $(VENV)/bin/python
+BIN          := $(VENV)/bin
+STAMP        := $(VENV)/.installed
+APT_PACKAGES := podman runc debootstrap uidmap shellcheck git patch
+LAB          := $(PY) lab/labctl.py
+LAB_HOSTS    ?= ct129:a6000 ct200:blackwell
+SANITY_ROOT  := build/sanity
+SANITY_DIR   := $(SANITY_ROOT)/ansible_collections/inferops/sglang
+TEST_CACHE   := $(HOME)/.ansible/test/cache
+PIP_BOOTSTRAP := $(TEST_CACHE)/get_pip_24_2.py
+
+export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
+export LAB_HOSTS
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+        unit integration molecule bench clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps:  ## Debian packages the lab and the gates need (installs only what is missing)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	    | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+venv: $(STAMP)  ## controller virtualenv from requirements.txt
+$(STAMP): requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+lab-image: deps venv  ## build (or reuse the cached) lab host image
+	$(LAB) image
+
+lab-up: deps venv  ## start the lab hosts ($$LAB_HOSTS); keeps hosts already up
+	$(LAB) up
+
+lab-down: venv  ## remove the lab's containers (only those carrying the lab label)
+	$(LAB) down
+
+lab-reset: deps venv  ## from whatever state a previous run left: remove, then start
+	$(LAB) down
+	$(LAB) up
+
+lab-status: venv
+	$(LAB) status
+
+demo: lab-up  ## set up everything and deploy DDTree to ct200 in the lab
+	bash lab/demo.sh
+
+unit: venv  ## unit tests of the pure code
+	$(BIN)/pytest -q tests/unit
+
+integration: lab-reset  ## integration tests against the lab (real systemd, journald, HTTP)
+	$(BIN)/pytest -q tests/integration
+
+lint: venv  ## ansible-lint (production profile)
+	$(BIN)/ansible-lint --profile production --offline --strict
+
+$(PIP_BOOTSTRAP): tests/sanity/get_pip_offline.py
+	mkdir -p $(TEST_CACHE)
+	$(BIN)/pip download -q --no-deps --only-binary=:all: -d $(TEST_CACHE) pip==24.2
+	cp $< $@
+
+sanity: venv $(PIP_BOOTSTRAP)  ## ansible-test sanity on a copy at ansible_collections/inferops/sglang
+	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_DIR)
+	git ls-files -z --cached --others --exclude-standard | grep -zv '^collections/' \
+	  | xargs -0 -I{} cp --parents -P {} $(SANITY_DIR)/ 2>/dev/null || true
+	test -f $(SANITY_DIR)/galaxy.yml
+	cd $(SANITY_DIR) && git init -q && git add -A && \
+	  $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 --color no \
+	    --skip-test pwsh 2>&1 | tee $(CURDIR)/build/sanity.log
+	! grep -E '^(WARNING: Skipping|Skipping sanity test)' build/sanity.log | grep -v 'pwsh'
+
+molecule: lab-image  ## molecule scenarios against the lab image
+	@if ls molecule/*/molecule.yml >/dev/null 2>&1; then \
+	  $(BIN)/molecule test --all; \
+	else echo "molecule: no scenarios yet"; fi
+
+test: deps venv lint sanity unit integration molecule  ## everything CI checks
+	@echo "make test: all gates passed"
+
+clean:  ## remove build output (not the lab image cache)
+	rm -rf build tests/output .pytest_cache

@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""The lab: simulated GPU hosts as podman containers running real systemd.
+
+    labctl.py image                  build (or reuse) the lab image, print its name
+    labctl.py up [HOST[:CLASS] ...]  start one container per host (default: $LAB_HOSTS,
+                                     else "ct129:a6000 ct200:blackwell")
+    labctl.py down                   remove every container that carries the lab label
+    labctl.py status                 one line per lab container
+    labctl.py inventory              YAML inventory of the running lab hosts
+
+Only the GPUs are simulated: the image is plain Debian with systemd and journald, built
+offline with debootstrap from the mirror apt already uses, and cached outside the
+repository keyed by its inputs (a second build takes seconds).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+LAB_DIR = Path(__file__).resolve().parent
+LABEL = "io.inferops.lab"
+CLASS_LABEL = "io.inferops.lab.class"
+PREFIX = "inferops-"
+SUITE = "bookworm"
+# Everything a lab host needs: systemd/journald, Python for Ansible and the release
+# venvs, patch and git for sglang_build, iproute2/procps for port and process checks.
+PACKAGES = (
+    "systemd", "systemd-sysv", "dbus", "python3", "python3-venv", "iproute2",
+    "procps", "patch", "git", "ca-certificates",
+)
+# Bump when the way the base rootfs is made changes (the cache key includes it).
+RECIPE_VERSION = "4"
+DEFAULT_HOSTS = "ct129:a6000 ct200:blackwell"
+DEFAULT_CLASS = "blackwell"
+BOOT_TIMEOUT = 60.0
+
+
+class LabError(RuntimeError):
+    """A lab step failed; the message says which and why."""
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("INFEROPS_LAB_CACHE", "/var/cache/inferops-lab"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def podman_env() -> dict:
+    env = dict(os.environ)
+    env["CONTAINERS_CONF"] = str(LAB_DIR / "containers.conf")
+    return env
+
+
+def podman(*args: str, check: bool = True, stdin=None) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        ["podman", *args], env=podman_env(), stdin=stdin,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=stdin is None, check=False,
+    )
+    if check and proc.returncode != 0:
+        err = proc.stderr if isinstance(proc.stderr, str) else proc.stderr.decode(errors="replace")
+        raise LabError(f"podman {' '.join(args[:3])} failed (exit {proc.returncode}): {err.strip()}")
+    return proc
+
+
+def apt_mirror() -> str:
+    """The Debian mirror apt already uses (read at run time, never stored in the repo)."""
+    sources = [Path("/etc/apt/sources.list")]
+    sources += sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))
+    sources += sorted(Path("/etc/apt/sources.list.d").glob("*.list"))
+    deb822 = re.compile(r"^URIs:\s*(\S+)", re.M)
+    one_line = re.compile(r"^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+" + SUITE + r"\s", re.M)
+    for src in sources:
+        if not src.is_file():
+            continue
+        text = src.read_text()
+        for block in text.split("\n\n"):
+            match = deb822.search(block)
+            if match and re.search(r"^Suites:.*\b" + SUITE + r"\b", block, re.M) \
+                    and "security" not in match.group(1):
+                return match.group(1)
+        match = one_line.search(text)
+        if match and "security" not in match.group(1):
+            return match.group(1)
+    raise LabError("no Debian mirror for %s found in apt's sources; configure apt first" % SUITE)
+
+
+def _digest(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def base_key() -> str:
+    return _digest(SUITE.encode(), " ".join(PACKAGES).encode(), RECIPE_VERSION.encode())
+
+
+def overlay_files() -> list[tuple[str, Path]]:
+    """(path in image, file on disk) for everything the lab adds to the base."""
+    files = []
+    root = LAB_DIR / "image" / "rootfs"
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        files.append(("/" + str(path.relative_to(root)), path))
+    sim = LAB_DIR / "sglang_sim"
+    if sim.is_dir():
+        for path in sorted(p for p in sim.rglob("*.py") if "__pycache__" not in p.parts):
+            files.append(("/opt/inferops-lab/sglang_sim/" + str(path.relative_to(sim)), path))
+        for path in sorted(sim.rglob("*.json")):
+            files.append(("/opt/inferops-lab/sglang_sim/" + str(path.relative_to(sim)), path))
+    return files
+
+
+def image_key() -> str:
+    parts = [base_key().encode()]
+    for dest, path in overlay_files():
+        parts += [dest.encode(), oct(path.stat().st_mode & 0o777).encode(), path.read_bytes()]
+    return _digest(*parts)
+
+
+def image_exists(name: str) -> bool:
+    return podman("image", "exists", name, check=False).returncode == 0
+
+
+def build_rootfs_tar(tar_path: Path) -> None:
+    work = Path(tempfile.mkdtemp(prefix="rootfs-", dir=cache_dir()))
+    try:
+        cmd = ["debootstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES),
+               SUITE, str(work), apt_mirror()]
+        print("lab: debootstrap %s (a few minutes, once per package list)" % SUITE, flush=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            raise LabError("debootstrap failed:\n" + proc.stdout[-3000:])
+        _prepare_rootfs(work)
+        tmp = tar_path.with_suffix(".partial")
+        subprocess.run(["tar", "-C", str(work), "-cf", str(tmp), "."], check=True)
+        tmp.rename(tar_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _prepare_rootfs(root: Path) -> None:
+    # Each container gets its own machine-id at boot; a shared one would merge journals.
+    (root / "etc/machine-id").write_text("")
+    dbus_id = root / "var/lib/dbus/machine-id"
+    if dbus_id.exists() or dbus_id.is_symlink():
+        dbus_id.unlink()
+    for stale in (root / "var/cache/apt/archives").glob("*.deb"):
+        stale.unlink()
+
+
+def ensure_base() -> str:
+    name = "localhost/inferops-lab-base:" + base_key()
+    if image_exists(name):
+        return name
+    tar_path = cache_dir() / ("rootfs-%s.tar" % base_key())
+    if not tar_path.exists():
+        build_rootfs_tar(tar_path)
+    print("lab: importing %s" % name, flush=True)
+    with open(tar_path, "rb") as fh:
+        podman("import", "--change", "CMD=/sbin/init", "-", name, stdin=fh)
+    return name
+
+
+def ensure_image() -> str:
+    """The lab image: the cached base plus the lab's own files, keyed by both."""
+    name = "localhost/inferops-lab:" + image_key()
+    if image_exists(name):
+        return name
+    base = ensure_base()
+    with tempfile.TemporaryDirectory(prefix="lab-ctx-", dir=cache_dir()) as ctx:
+        ctx_path = Path(ctx)
+        overlay = ctx_path / "overlay.tar"
+        with tarfile.open(overlay, "w") as tar:
+            for dest, path in overlay_files():
+                info = tar.gettarinfo(str(path), arcname=dest.lstrip("/"))
+                info.uid = info.gid = 0
+                info.uname = info.gname = "root"
+                with open(path, "rb") as fh:
+                    tar.addfile(info, fh)
+        (ctx_path / "Containerfile").write_text(
+            "FROM %s\nADD overlay.tar /\nLABEL %s=image\nCMD [\"/sbin/init\"]\n" % (base, LABEL))
+        print("lab: building %s" % name, flush=True)
+        podman("build", "--pull=never", "-q", "-t", name, str(ctx_path))
+    _prune_old_images(keep=name)
+    return name
+
+
+def _prune_old_images(keep: str) -> None:
+    repo = keep.split(":")[0]
+    out = podman("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
+                 "reference=" + repo, check=False).stdout.split()
+    for old in out:
+        if old != keep and not _image_in_use(old):
+            podman("rmi", old, check=False)
+
+
+def _image_in_use(name: str) -> bool:
+    out = podman("ps", "-a", "--filter", "ancestor=" + name, "--format", "{{.ID}}", check=False)
+    return bool(out.stdout.strip())
+
+
+def parse_hosts(specs: list[str]) -> list[tuple[str, str]]:
+    classes = load_classes()["classes"]
+    hosts = []
+    for spec in specs:
+        name, _, cls = spec.partition(":")
+        cls = cls or DEFAULT_CLASS
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,40}", name):
+            raise LabError("bad lab host name %r: use lower-case letters, digits and '-'" % name)
+        if cls not in classes:
+            raise LabError("unknown host class %r for %s: choose one of %s"
+                           % (cls, name, ", ".join(sorted(classes))))
+        hosts.append((name, cls))
+    return hosts
+
+
+def load_classes() -> dict:
+    return json.loads((LAB_DIR / "gpu_classes.json").read_text())
+
+
+def gpu_inventory(cls: str, count: int | None = None) -> dict:
+    """The GPU file one host's fake nvidia-smi reads: what that class's cards report."""
+    data = load_classes()
+    spec = data["classes"][cls]
+    gpus = []
+    for index in range(count if count is not None else spec["count"]):
+        gpus.append({
+            "index": index,
+            "name": spec["name"],
+            "uuid": "%s%04x-%012x" % (spec["uuid_prefix"], index, 0x1d2e3f4a5b60 + index),
+            "pci_bus_id": spec["pci_bus_ids"][index % len(spec["pci_bus_ids"])],
+            "memory_total_mib": spec["memory_total_mib"],
+            "memory_used_mib": spec["memory_reserved_mib"],
+            "compute_cap": spec["compute_cap"],
+            "power_limit_w": spec["power_limit_w"],
+        })
+    return {"driver_version": data["driver_version"], "cuda_version": data["cuda_version"],
+            "host_class": cls, "gpus": gpus}
+
+
+def container_state(name: str) -> dict | None:
+    proc = podman("container", "inspect", name, check=False)
+    if proc.returncode != 0:
+        return None
+    info = json.loads(proc.stdout)[0]
+    return {"running": info["State"]["Running"], "image": info.get("ImageName", ""),
+            "id": info["Id"], "labels": info["Config"].get("Labels") or {}}
+
+
+def start_host(name: str, cls: str, image: str) -> str:
+    ctr = PREFIX + name
+    state = container_state(ctr)
+    if state and state["running"] and state["image"] == image \
+            and state["labels"].get(CLASS_LABEL) == cls and boot_state(ctr) in ("running", "degraded"):
+        return "kept"
+    if state:
+        remove_container(ctr)
+    podman("run", "-d", "--name", ctr, "--hostname", name,
+           "--label", "%s=1" % LABEL, "--label", "%s=%s" % (CLASS_LABEL, cls),
+           "--systemd=always", "--network=none", image, "/sbin/init")
+    put_file(ctr, "/etc/inferops-lab/gpus.json", json.dumps(gpu_inventory(cls), indent=1))
+    return "started"
+
+
+def put_file(ctr: str, path: str, content: str) -> None:
+    proc = subprocess.run(
+        ["podman", "exec", "-i", ctr, "sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1"',
+         "sh", path], input=content, text=True, env=podman_env(), capture_output=True)
+    if proc.returncode != 0:
+        raise LabError("writing %s in %s failed: %s" % (path, ctr, proc.stderr.strip()))
+
+
+def boot_state(ctr: str) -> str:
+    proc = podman("exec", ctr, "systemctl", "is-system-running", check=False)
+    return (proc.stdout or "").strip() or "unknown"
+
+
+def wait_booted(ctrs: list[str], timeout: float = BOOT_TIMEOUT) -> dict:
+    deadline = time.monotonic() + timeout
+    pending = {c: "unknown" for c in ctrs}
+    while pending:
+        for ctr in list(pending):
+            pending[ctr] = boot_state(ctr)
+            if pending[ctr] in ("running", "degraded"):
+                del pending[ctr]
+        if not pending:
+            return {}
+        if time.monotonic() > deadline:
+            return pending
+        time.sleep(0.25)
+    return {}
+
+
+def remove_container(ctr: str) -> None:
+    if podman("rm", "-f", "-t", "0", ctr, check=False).returncode != 0:
+        # A container whose conmon was killed (a session ended under it) needs its
+        # runtime state cleaned before podman will remove it.
+        podman("container", "cleanup", ctr, check=False)
+        podman("rm", "-f", "-t", "0", ctr)
+
+
+def lab_containers() -> list[str]:
+    out = podman("ps", "-a", "--filter", "label=%s=1" % LABEL, "--format", "{{.Names}}")
+    return sorted(out.stdout.split())
+
+
+def cmd_up(specs: list[str]) -> int:
+    hosts = parse_hosts(specs or os.environ.get("LAB_HOSTS", DEFAULT_HOSTS).split())
+    image = ensure_image()
+    started = time.monotonic()
+    for name, cls in hosts:
+        print("lab: %-10s %-9s %s" % (name, cls, start_host(name, cls, image)), flush=True)
+    stuck = wait_booted([PREFIX + n for n, _ in hosts])
+    if stuck:
+        raise LabError("lab hosts did not finish booting in %ds: %s" % (BOOT_TIMEOUT, stuck))
+    print("lab: %d host(s) up in %.1fs (image %s)" % (len(hosts), time.monotonic() - started, image))
+    return 0
+
+
+def cmd_down() -> int:
+    ctrs = lab_containers()
+    for ctr in ctrs:
+        remove_container(ctr)
+    print("lab: removed %d container(s)%s" % (len(ctrs), (": " + " ".join(ctrs)) if ctrs else ""))
+    return 0
+
+
+def cmd_status() -> int:
+    for ctr in lab_containers():
+        state = container_state(ctr) or {}
+        boot = boot_state(ctr) if state.get("running") else "stopped"
+        print("%-20s %-10s %s" % (ctr, state.get("labels", {}).get(CLASS_LABEL, "?"), boot))
+    return 0
+
+
+def cmd_inventory() -> int:
+    groups: dict[str, list[str]] = {}
+    for ctr in lab_containers():
+        state = container_state(ctr)
+        if state and state["running"]:
+            groups.setdefault(state["labels"].get(CLASS_LABEL, DEFAULT_CLASS), []).append(
+                ctr[len(PREFIX):])
+    lines = ["# generated by lab/labctl.py inventory", "sglang_hosts:", "  children:"]
+    for cls in sorted(groups):
+        lines.append("    %s:" % cls)
+        lines.append("      hosts:")
+        lines += ["        %s:" % host for host in groups[cls]]
+    print("\n".join(lines))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("image")
+    up = sub.add_parser("up")
+    up.add_argument("hosts", nargs="*", help="HOST[:CLASS]; default $LAB_HOSTS")
+    sub.add_parser("down")
+    sub.add_parser("status")
+    sub.add_parser("inventory")
+    gpus = sub.add_parser("gpus", help="print the GPU file for a class (for tests)")
+    gpus.add_argument("cls")
+    gpus.add_argument("--count", type=int)
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "image":
+            print(ensure_image())
+            return 0
+        if args.cmd == "up":
+            return cmd_up(args.hosts)
+        if args.cmd == "gpus":
+            print(json.dumps(gpu_inventory(args.cls, args.count), indent=1))
+            return 0
+        return {"down": cmd_down, "status": cmd_status, "inventory": cmd_inventory}[args.cmd]()
+    except LabError as exc:
+        print("lab: error: %s" % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

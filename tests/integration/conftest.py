@@ -1,0 +1,42 @@
+"""Fixtures for tests against the lab: real podman containers running real systemd."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.labhost import LabHost, labctl, podman
+
+DEFAULT_HOSTS = {"ct129": "a6000", "ct200": "blackwell"}
+
+
+@pytest.fixture(scope="session")
+def lab():
+    """The default lab hosts, started if they are not up (make integration resets them first)."""
+    labctl("up", *("%s:%s" % item for item in DEFAULT_HOSTS.items()))
+    return {name: LabHost(name) for name in DEFAULT_HOSTS}
+
+
+@pytest.fixture
+def ct129(lab):
+    return lab["ct129"]
+
+
+@pytest.fixture
+def ct200(lab):
+    return lab["ct200"]
+
+
+@pytest.fixture
+def restore_gpus(lab):
+    """Tests that change what a host "has" get the class's GPUs back afterwards."""
+    yield
+    for name, cls in DEFAULT_HOSTS.items():
+        lab[name].put("/etc/inferops-lab/gpus.json", labctl("gpus", cls).stdout)
+
+
+def container_ids(label_only: bool = True) -> dict:
+    args = ["ps", "-a", "--format", "json"]
+    if label_only:
+        args += ["--filter", "label=io.inferops.lab=1"]
+    return {c["Names"][0]: c["Id"] for c in json.loads(podman(*args).stdout or "[]")}

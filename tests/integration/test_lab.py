@@ -1,0 +1,99 @@
+"""The lab itself: hosts boot real systemd, lab-up is idempotent, lab-down is selective,
+and a unit that dies after start shows exactly the failure shape the collection exists for."""
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pytest
+
+from tests.integration.conftest import container_ids
+from tests.integration.labhost import LabHost, labctl, podman
+
+# A lab host must reach "running" (or "degraded") this fast after `podman run`.
+BOOT_BOUND_S = 20.0
+
+DIES_UNIT = """[Unit]
+Description=stand-in for an SGLang server that dies while sizing its memory pool
+[Service]
+Type=simple
+ExecStart=/bin/sh -c 'echo Load weight end.; sleep 2; echo "Not enough memory. Please try to increase --mem-fraction-static." >&2; exit 1'
+"""
+
+
+@pytest.mark.parametrize("name", ["ct129", "ct200"])
+def test_hosts_run_systemd_as_pid1(lab, name):
+    host = lab[name]
+    state = host.run(["systemctl", "is-system-running"], check=False).stdout.strip()
+    assert state in ("running", "degraded"), host.run("systemctl --failed --no-pager").stdout
+    assert host.run(["cat", "/proc/1/comm"]).stdout.strip() == "systemd"
+    assert host.run(["hostname"]).stdout.strip() == name
+
+
+def test_each_host_has_its_own_machine_id(lab):
+    ids = {lab[n].run(["cat", "/etc/machine-id"]).stdout.strip() for n in lab}
+    assert len(ids) == len(lab)
+
+
+def test_extra_host_boots_within_bound_and_lab_up_is_idempotent(lab):
+    started = time.monotonic()
+    labctl("up", "ct129:a6000", "ct200:blackwell", "ctx901:blackwell")
+    boot_s = time.monotonic() - started
+    try:
+        assert boot_s < BOOT_BOUND_S, "booting one more host took %.1fs" % boot_s
+        extra = LabHost("ctx901")
+        assert extra.run(["systemctl", "is-system-running"], check=False).stdout.strip() in (
+            "running", "degraded")
+        assert extra.gpus()["host_class"] == "blackwell"
+        before = container_ids()
+        labctl("up", "ct129:a6000", "ct200:blackwell", "ctx901:blackwell")
+        assert container_ids() == before, "a second lab-up must keep the same containers"
+    finally:
+        podman("rm", "-f", "-t", "0", "inferops-ctx901", check=False)
+
+
+def test_lab_down_removes_only_lab_containers(lab):
+    image = podman("inspect", "--format", "{{.ImageName}}", "inferops-ct129").stdout.strip()
+    bystander = "not-inferops-bystander"
+    podman("rm", "-f", "-t", "0", bystander, check=False)
+    podman("run", "-d", "--name", bystander, "--network=none", image, "sleep", "300")
+    try:
+        out = labctl("down").stdout
+        assert "inferops-ct129" in out and "inferops-ct200" in out
+        assert container_ids() == {}
+        assert bystander in container_ids(label_only=False)
+    finally:
+        podman("rm", "-f", "-t", "0", bystander, check=False)
+        labctl("up", "ct129:a6000", "ct200:blackwell")
+    for name in ("ct129", "ct200"):
+        assert LabHost(name).run(["systemctl", "is-system-running"], check=False).stdout.strip() in (
+            "running", "degraded")
+
+
+def test_unit_that_dies_after_start_looks_active_then_failed(ct129):
+    """`systemctl start` says active; two seconds later the unit is failed and the
+    journal holds the line: what an operator sees on a real host today."""
+    ct129.put("/etc/systemd/system/lab-dies.service", DIES_UNIT)
+    ct129.run("systemctl daemon-reload && systemctl reset-failed lab-dies.service 2>/dev/null; true")
+    ct129.run(["systemctl", "start", "lab-dies.service"])
+    assert ct129.run(["systemctl", "is-active", "lab-dies.service"], check=False).stdout.strip() == "active"
+
+    def failed():
+        props = ct129.show("lab-dies.service", "ActiveState", "SubState", "Result", "ExecMainStatus",
+                           "InvocationID")
+        return props if props["ActiveState"] == "failed" else None
+
+    props = ct129.wait_for(failed, timeout=10, what="lab-dies.service to fail")
+    assert props["Result"] == "exit-code" and props["ExecMainStatus"] == "1"
+    assert props["InvocationID"]
+    journal = ct129.journal("lab-dies.service")
+    assert "Not enough memory. Please try to increase --mem-fraction-static." in journal
+    assert "Failed with result 'exit-code'" in journal
+    started = _stamp(journal, "Started lab-dies.service")
+    failed_at = _stamp(journal, "Failed with result")
+    assert 1.5 < (failed_at - started).total_seconds() < 5
+
+
+def _stamp(journal: str, needle: str) -> datetime:
+    line = next(line for line in journal.splitlines() if needle in line)
+    return datetime.strptime(" ".join(line.split()[:3]), "%b %d %H:%M:%S.%f")
