@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The lab: simulated GPU hosts as podman containers running real systemd.
 
     labctl.py image                  build (or reuse) the lab image, print its name
@@ -138,7 +137,7 @@ def build_rootfs_tar(tar_path: Path) -> None:
         cmd = ["debootstrap", "--variant=minbase", "--include=" + ",".join(PACKAGES),
                SUITE, str(work), apt_mirror()]
         print("lab: debootstrap %s (a few minutes, once per package list)" % SUITE, flush=True)
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
         if proc.returncode != 0:
             raise LabError("debootstrap failed:\n" + proc.stdout[-3000:])
         _prepare_rootfs(work)
@@ -214,7 +213,7 @@ def parse_hosts(specs: list[str]) -> list[tuple[str, str]]:
     classes = load_classes()["classes"]
     hosts = []
     for spec in specs:
-        name, _, cls = spec.partition(":")
+        name, _sep, cls = spec.partition(":")
         cls = cls or DEFAULT_CLASS
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,40}", name):
             raise LabError("bad lab host name %r: use lower-case letters, digits and '-'" % name)
@@ -276,7 +275,7 @@ def start_host(name: str, cls: str, image: str) -> str:
 def put_file(ctr: str, path: str, content: str) -> None:
     proc = subprocess.run(
         ["podman", "exec", "-i", ctr, "sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1"',
-         "sh", path], input=content, text=True, env=podman_env(), capture_output=True)
+         "sh", path], input=content, text=True, env=podman_env(), capture_output=True, check=False)
     if proc.returncode != 0:
         raise LabError("writing %s in %s failed: %s" % (path, ctr, proc.stderr.strip()))
 
@@ -321,7 +320,7 @@ def cmd_up(specs: list[str]) -> int:
     started = time.monotonic()
     for name, cls in hosts:
         print("lab: %-10s %-9s %s" % (name, cls, start_host(name, cls, image)), flush=True)
-    stuck = wait_booted([PREFIX + n for n, _ in hosts])
+    stuck = wait_booted([PREFIX + n for n, _cls in hosts])
     if stuck:
         raise LabError("lab hosts did not finish booting in %ds: %s" % (BOOT_TIMEOUT, stuck))
     print("lab: %d host(s) up in %.1fs (image %s)" % (len(hosts), time.monotonic() - started, image))

@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Read the journal of exactly one invocation of a unit, in one streaming pass.
+
+Pure Python (no Ansible imports). The invocation's own output carries
+_SYSTEMD_INVOCATION_ID; systemd's messages about it ("Main process exited", "Failed with
+result") carry INVOCATION_ID. Both are read, and nothing from earlier runs.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import re
+
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import Classifier
+
+INVOCATION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def journal_command(invocation_id, journalctl="journalctl"):
+    if not INVOCATION_ID_RE.match(invocation_id or ""):
+        raise ValueError("not a systemd invocation id: %r" % (invocation_id,))
+    return [journalctl, "--no-pager", "--no-hostname", "--output=short-iso-precise",
+            "_SYSTEMD_INVOCATION_ID=" + invocation_id, "+", "INVOCATION_ID=" + invocation_id]
+
+
+def message_of(line):
+    """The message part of a short-iso-precise line: after `TIMESTAMP IDENT[PID]: `."""
+    rest = line.partition(" ")[2]
+    head, sep, message = rest.partition(": ")
+    if not sep or " " in head:
+        return line
+    return message
+
+
+class InvocationReader:
+    """Classifies each line's message and keeps the last `tail_lines` whole lines."""
+
+    def __init__(self, tail_lines):
+        self.classifier = Classifier()
+        self.tail = collections.deque(maxlen=max(tail_lines, 0))
+
+    def feed(self, line):
+        line = line.rstrip("\n")
+        self.tail.append(line)
+        self.classifier.feed(message_of(line))
+
+    def result(self, **context):
+        out = self.classifier.result(**context)
+        out["tail"] = list(self.tail)
+        return out
+
+
+def read_lines(lines, tail_lines=200, **context):
+    reader = InvocationReader(tail_lines)
+    for line in lines:
+        reader.feed(line)
+    return reader.result(**context)

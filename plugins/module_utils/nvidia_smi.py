@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Parse `nvidia-smi --query-gpu=... --format=csv` output into GPU facts.
+
+Pure Python (no Ansible imports). Accepts output with its header (fields in any order,
+units in the header such as `memory.total [MiB]`) or without one when told the fields,
+with or without units on the values.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# What gpu_facts asks for, in this order.
+QUERY_FIELDS = ("index", "name", "uuid", "memory.total", "memory.used", "compute_cap",
+                "pci.bus_id", "driver_version")
+
+# nvidia-smi field -> fact key
+FACT_KEYS = {
+    "index": "index", "name": "name", "gpu_name": "name", "uuid": "uuid", "gpu_uuid": "uuid",
+    "memory.total": "memory_total_mib", "memory.used": "memory_used_mib",
+    "memory.free": "memory_free_mib", "compute_cap": "compute_capability",
+    "pci.bus_id": "pci_bus_id", "gpu_bus_id": "pci_bus_id", "driver_version": "driver_version",
+    "power.limit": "power_limit_w",
+}
+INT_KEYS = ("index", "memory_total_mib", "memory_used_mib", "memory_free_mib")
+FLOAT_KEYS = ("power_limit_w",)
+
+DRIVER_FAILURE = "couldn't communicate with the NVIDIA driver"
+NO_DEVICES = "No devices were found"
+CUDA_VERSION_RE = re.compile(r"CUDA Version:\s*([0-9.]+)")
+
+
+class NvidiaSmiError(Exception):
+    """nvidia-smi output that carries no GPU facts; the message says why."""
+
+
+def query_command(nvidia_smi="nvidia-smi"):
+    return [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"]
+
+
+def check_failure(rc, stdout, stderr=""):
+    """Raise with nvidia-smi's own reason when it did not answer the query."""
+    text = (stdout or "") + (stderr or "")
+    if DRIVER_FAILURE in text:
+        raise NvidiaSmiError("nvidia-smi could not talk to the NVIDIA driver: %s" % text.strip())
+    if NO_DEVICES in text:
+        raise NvidiaSmiError("nvidia-smi found no GPUs on this host (%s)" % NO_DEVICES)
+    if rc != 0:
+        raise NvidiaSmiError("nvidia-smi exited %d: %s" % (rc, text.strip()[:500]))
+
+
+def _field_name(header_cell):
+    return re.sub(r"\s*\[[^\]]*\]\s*$", "", header_cell.strip())
+
+
+def _value(key, raw):
+    raw = raw.strip()
+    if raw in ("[N/A]", "N/A", "[Not Supported]"):
+        return None
+    if key in INT_KEYS:
+        return int(raw.split()[0])
+    if key in FLOAT_KEYS:
+        return float(raw.split()[0])
+    return raw
+
+
+def parse_csv(text, fields=None):
+    """Devices from csv output. Without `fields` the first line must be the header."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise NvidiaSmiError("nvidia-smi printed nothing")
+    if fields is None:
+        fields = [_field_name(cell) for cell in lines[0].split(",")]
+        lines = lines[1:]
+    unknown = [f for f in fields if f not in FACT_KEYS]
+    if unknown:
+        raise NvidiaSmiError("no fact for nvidia-smi field(s): %s" % ", ".join(unknown))
+    devices = []
+    for number, line in enumerate(lines, 1):
+        cells = [c.strip() for c in line.split(", ")]
+        if len(cells) != len(fields):
+            raise NvidiaSmiError("line %d has %d values for %d fields: %r"
+                                 % (number, len(cells), len(fields), line))
+        devices.append({FACT_KEYS[f]: _value(FACT_KEYS[f], c) for f, c in zip(fields, cells)})
+    return devices
+
+
+def cuda_version(table_text):
+    match = CUDA_VERSION_RE.search(table_text or "")
+    return match.group(1) if match else None
+
+
+def gpu_facts(devices, cuda=None):
+    """The `ansible_facts.gpu` dict from parsed devices."""
+    names = {d.get("name") for d in devices}
+    drivers = {d.pop("driver_version", None) for d in devices} - {None}
+    return {
+        "count": len(devices),
+        "devices": devices,
+        "model": names.pop() if len(names) == 1 else None,
+        "total_memory_mib": sum(d.get("memory_total_mib") or 0 for d in devices),
+        "driver_version": drivers.pop() if len(drivers) == 1 else None,
+        "cuda_version": cuda,
+    }

@@ -1,0 +1,299 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Name the cause of an SGLang startup failure from one invocation's log lines.
+
+Pure Python (no Ansible imports): fed line by line so a whole invocation is read in one
+pass with flat memory. The message formats are SGLang 0.5.23's own (file named per rule).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ast
+import collections
+import re
+import shlex
+
+# Lines of context kept before and after each evidence line.
+CONTEXT_BEFORE = 3
+CONTEXT_AFTER = 3
+MAX_EVIDENCE = 5
+
+ROOT = "root"
+CONSEQUENCE = "consequence"
+
+
+class Rule:
+    """One failure signature: a cause, whether it is a root cause or a consequence of
+    one, the pattern, and the hint template (filled from the invocation's arguments)."""
+
+    __slots__ = ("cause", "kind", "regex", "hint")
+
+    def __init__(self, cause, kind, pattern, hint):
+        self.cause = cause
+        self.kind = kind
+        self.regex = re.compile(pattern)
+        self.hint = hint
+
+
+# Order matters only among rules matching the same line (the first listed wins).
+RULES = (
+    # srt/model_executor/pool_configurator.py
+    Rule("kv_pool_oom", ROOT,
+         r"Not enough memory\. Please try to increase --mem-fraction-static",
+         "raise --mem-fraction-static (now {mem_fraction_static}) or lower --context-length "
+         "(now {context_length}) / --max-running-requests (now {max_running_requests})"),
+    # srt/mem_cache/kv_cache_configurator.py
+    Rule("weights_leave_no_kv", ROOT,
+         r"Loaded weights leave no GPU memory for the KV cache",
+         "the weights (target + draft) fill the static budget: raise --mem-fraction-static "
+         "(now {mem_fraction_static}) above the minimum the evidence names, or raise --tp-size "
+         "(now {tp_size}) to spread the weights over more GPUs"),
+    Rule("hybrid_state_oom", ROOT,
+         r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache",
+         "the mamba/linear-attention state does not fit: lower --max-running-requests (now "
+         "{max_running_requests}) or --speculative-num-draft-tokens (now "
+         "{speculative_num_draft_tokens}), or raise --mem-fraction-static (now {mem_fraction_static})"),
+    # srt/model_executor/runner/decode_cuda_graph_runner.py (and the EAGLE draft runners)
+    Rule("cuda_graph_oom", ROOT,
+         r"Capture cuda graph failed: .*(?:out of memory|OutOfMemoryError)",
+         "CUDA-graph capture ran out of memory: lower --mem-fraction-static (now "
+         "{mem_fraction_static}) to leave room for the graphs, or lower --cuda-graph-max-bs-decode "
+         "(now {cuda_graph_max_bs_decode})"),
+    Rule("cuda_graph_failed", ROOT,
+         r"Capture cuda graph failed: ",
+         "CUDA-graph capture failed: lower --cuda-graph-max-bs-decode (now "
+         "{cuda_graph_max_bs_decode}) or --mem-fraction-static (now {mem_fraction_static}); "
+         "--cuda-graph-backend-decode=disabled confirms it (slow, not for production)"),
+    Rule("cuda_oom", ROOT,
+         r"(?:torch\.OutOfMemoryError|torch\.cuda\.OutOfMemoryError|CUDA out of memory|"
+         r"CUDA error: out of memory)",
+         "the GPU ran out of memory outside the static pool: lower --mem-fraction-static (now "
+         "{mem_fraction_static}) to leave activation headroom, or lower --chunked-prefill-size "
+         "(now {chunked_prefill_size})"),
+    # argparse (sglang.launch_server) and ServerArgs post-init checks
+    Rule("bad_argument", ROOT,
+         r"(?:^usage: |: error: (?:unrecognized arguments|argument |ambiguous option|the following "
+         r"arguments are required)|ServerArgs.*(?:ValueError|AssertionError))",
+         "the release's own argument parser rejected the command line: fix the flag the evidence "
+         "names (the pinned version's flag table may differ from the one you used)"),
+    Rule("import_error", ROOT,
+         r"(?:ModuleNotFoundError|ImportError): ",
+         "the release's virtualenv is incomplete or built for another Python: rebuild the release"),
+    # uvicorn bind failure; srt/server_args.py port checks
+    Rule("port_in_use", ROOT,
+         r"(?:address already in use|Port is already in use|is not available in \d+ seconds)",
+         "another process holds the port (now {port}): stop it (ss -ltnp 'sport = :{port}') or "
+         "choose another --port"),
+    # transformers / sglang config loading
+    Rule("model_not_found", ROOT,
+         r"(?:is not a local folder and is not a valid model identifier|Can't load the "
+         r"configuration of|does not appear to have a file named config\.json|"
+         r"No such file or directory: '[^']*config\.json'|Model path does not exist)",
+         "the model directory is missing or incomplete: check --model-path (now {model_path}) "
+         "and --speculative-draft-model-path (now {speculative_draft_model_path}) on the host"),
+    # srt/entrypoints/http_server.py
+    Rule("warmup_failed", ROOT,
+         r"Initialization failed\. warmup error",
+         "the server started but its warm-up request failed: read the traceback in the evidence"),
+    # srt/entrypoints/engine.py: a scheduler killed by SIGKILL is the OOM killer's work
+    Rule("oom_killed", ROOT,
+         r"scheduler died during initialization \(exit code: -9\)",
+         "the kernel's OOM killer ended a scheduler (SIGKILL): the host ran out of RAM; check "
+         "`journalctl -k | grep -i oom`, free host memory or lower --tp-size (now {tp_size}) "
+         "loaders running at once"),
+    Rule("child_died", CONSEQUENCE,
+         r"(?:scheduler died during initialization|Received sigquit from a child process)",
+         "a child process of the server died; the lines before it in the evidence say why"),
+)
+
+# Startup phases, in SGLang's own order, each from its progress line.
+PHASES = (
+    ("server_args", re.compile(r"server_args=")),
+    ("loading_weights", re.compile(r"Load weight begin")),
+    ("weights_loaded", re.compile(r"Load weight end\.")),
+    ("memory_pool", re.compile(r"Memory pool end\.")),
+    ("kernels_selected", re.compile(r"Using hybrid linear attention backend|GDN kernel dispatcher")),
+    ("cuda_graph", re.compile(r"Capture cuda graph begin")),
+    ("cuda_graph_done", re.compile(r"Capture cuda graph end")),
+    ("serving", re.compile(r"Uvicorn running on|Application startup complete")),
+    ("ready", re.compile(r"The server is fired up and ready to roll!")),
+)
+
+# One search per line decides whether a line needs the rules at all: most lines of a long
+# invocation are neither evidence nor progress, and this keeps 100k lines well under 1 s.
+INTERESTING = re.compile("|".join(
+    ["(?:%s)" % rule.regex.pattern for rule in RULES]
+    + ["(?:%s)" % phase[1].pattern for phase in PHASES]
+    + [r"server_args="]))
+
+HINTS_FOR_STATE = {
+    "timeout": "the server did not answer 200 on its health endpoint within {timeout} s (last phase: "
+               "{phase}); a model this size may need a longer timeout, or read the tail",
+    "killed": "the process was killed by signal {signal}: a SIGKILL with no other evidence is usually "
+              "the OOM killer (`journalctl -k | grep -i oom`)",
+    "unknown": "no known failure signature in this invocation; read the tail",
+}
+
+SERVER_ARGS_RE = re.compile(r"server_args=(?:ServerArgs\()?(\{.*\}|.*)\)?\s*$")
+
+
+class Classifier:
+    """Feed an invocation's lines in order; `result()` names the cause.
+
+    Keeps only a few lines of context, so memory does not grow with the invocation.
+    """
+
+    def __init__(self):
+        self._before = collections.deque(maxlen=CONTEXT_BEFORE)
+        self._open = []          # evidence entries still collecting lines after the match
+        self.matches = []        # (line_no, rule, evidence dict), in line order
+        self.phase = "starting"
+        self._phase_rank = -1
+        self.server_args = {}
+        self.line_count = 0
+
+    def feed(self, line):
+        line = line.rstrip("\n")
+        self.line_count += 1
+        if self._open:
+            for entry in self._open:
+                entry["lines"].append(line)
+            self._open = [e for e in self._open if len(e["lines"]) < e["want"]]
+        if INTERESTING.search(line):
+            self._inspect(line)
+        self._before.append(line)
+
+    def _inspect(self, line):
+        self._track_phase(line)
+        if not self.server_args and "server_args=" in line:
+            self.server_args = parse_server_args(line)
+        rule = match_rule(line)
+        if rule is not None and len(self.matches) < 50:
+            entry = {"line": self.line_count, "cause": rule.cause, "match": line,
+                     "lines": list(self._before) + [line],
+                     "want": len(self._before) + 1 + CONTEXT_AFTER}
+            self.matches.append((self.line_count, rule, entry))
+            self._open.append(entry)
+
+    def _track_phase(self, line):
+        for rank, (name, regex) in enumerate(PHASES):
+            if rank > self._phase_rank and regex.search(line):
+                self.phase, self._phase_rank = name, rank
+
+    def result(self, state=None, args=None, signal=None, timeout=None):
+        """The cause, hint, evidence and phase. `state`/`signal` come from systemd (a
+        SIGKILL with no log evidence is still the OOM killer); `args` fill the hint when
+        the log carried no server_args line."""
+        values = dict(args or {})
+        values.update(self.server_args)
+        chosen = pick_cause(self.matches)
+        if chosen is not None:
+            cause, hint = chosen.cause, chosen.hint
+        elif signal in (9, "9", "KILL", "SIGKILL"):
+            cause, hint = "oom_killed", HINTS_FOR_STATE["killed"]
+        elif state == "timeout":
+            cause, hint = "timeout", HINTS_FOR_STATE["timeout"]
+        elif state in (None, "healthy"):
+            cause, hint = None, None
+        else:
+            cause, hint = "unknown", HINTS_FOR_STATE["unknown"]
+        values.setdefault("timeout", timeout)
+        values.setdefault("signal", signal)
+        values.setdefault("phase", self.phase)
+        evidence = [strip_entry(m[2]) for m in self.matches[:MAX_EVIDENCE]]
+        if chosen is not None:
+            first = next(m[2] for m in self.matches if m[1] is chosen)
+            evidence = [strip_entry(first)] + [e for e in evidence if e["line"] != first["line"]]
+        return {"cause": cause, "hint": fill_hint(hint, values) if hint else None,
+                "evidence": evidence[:MAX_EVIDENCE], "phase": self.phase, "lines": self.line_count}
+
+
+def match_rule(line):
+    for rule in RULES:
+        if rule.regex.search(line):
+            return rule
+    return None
+
+
+def pick_cause(matches):
+    """The earliest root cause wins over its consequences; consequences only name the
+    cause when nothing else in the invocation does."""
+    for match in matches:
+        if match[1].kind == ROOT:
+            return match[1]
+    return matches[0][1] if matches else None
+
+
+def strip_entry(entry):
+    return {"line": entry["line"], "cause": entry["cause"], "match": entry["match"],
+            "context": list(entry["lines"])}
+
+
+class _Missing(dict):
+    def __missing__(self, key):
+        return "unknown"
+
+
+def fill_hint(template, values):
+    shown = _Missing((k, _show(v)) for k, v in values.items() if v is not None)
+    return template.format_map(shown)
+
+
+def _show(value):
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def parse_server_args(line):
+    """SGLang logs `server_args={...}` (a dict repr) once at start: the exact values."""
+    match = SERVER_ARGS_RE.search(line)
+    if not match:
+        return {}
+    text = match.group(1)
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return parse_kwargs_repr(text)
+    return value if isinstance(value, dict) else {}
+
+
+def parse_kwargs_repr(text):
+    """Fallback for the dataclass repr form `ServerArgs(model_path='...', tp_size=2, ...)`."""
+    out = {}
+    for key, raw in re.findall(r"(\w+)=('(?:[^'\\]|\\.)*'|[^,()]+)", text):
+        try:
+            out[key] = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError):
+            out[key] = raw.strip()
+    return out
+
+
+def args_from_argv(argv):
+    """Server arguments from a command line (`--mem-fraction-static 0.88` or `--x=y`)."""
+    if isinstance(argv, str):
+        argv = shlex.split(argv)
+    out = {}
+    key = None
+    for token in argv:
+        if token.startswith("--"):
+            name, sep, value = token[2:].partition("=")
+            key = name.replace("-", "_")
+            out[key] = value if sep else True
+            if sep:
+                key = None
+        elif key is not None:
+            out[key] = token
+            key = None
+    return out
+
+
+def classify(lines, **context):
+    """Classify a whole sequence of lines (a list, a file, a generator)."""
+    classifier = Classifier()
+    for line in lines:
+        classifier.feed(line)
+    return classifier.result(**context)

@@ -1,0 +1,175 @@
+"""The failure classifier, as a data table of SGLang 0.5.23's own message formats."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import (
+    args_from_argv, classify, parse_server_args,
+)
+
+SERVER_ARGS = ("[2026-11-30 10:00:00] server_args={'model_path': '/models/Qwen3.6-27B', 'tp_size': 2, "
+               "'mem_fraction_static': 0.88, 'context_length': 131072, 'max_running_requests': 16, "
+               "'speculative_num_draft_tokens': 16, 'cuda_graph_max_bs_decode': 16, 'port': 30000, "
+               "'chunked_prefill_size': 4096, 'speculative_draft_model_path': '/models/Qwen3.6-27B-DFlash'}")
+LOADED = ["[2026-11-30 10:00:01 TP0] Load weight begin. avail mem=47.21 GB",
+          "[2026-11-30 10:00:09 TP0] Load weight end. elapsed=8.02 s, type=Qwen3_5ForCausalLM, "
+          "avail mem=21.40 GB, mem usage=25.81 GB."]
+TRACEBACK = ["Traceback (most recent call last):",
+             '  File "/opt/sglang/releases/x/lib/python3.11/site-packages/sglang/srt/managers/scheduler.py",'
+             ' line 3011, in run_scheduler_process',
+             "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)"]
+SCHED_DIED = ("[2026-11-30 10:00:12] Rank 0 scheduler died during initialization (exit code: 1). If exit code "
+              "is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.")
+SIGQUIT = "[2026-11-30 10:00:12] Received sigquit from a child process. It usually means the child failed."
+
+# id, lines, expected cause, expected phase, words the hint must contain
+CASES = [
+    ("kv-pool-oom",
+     [SERVER_ARGS, *LOADED, *TRACEBACK,
+      "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+      "Current value: mem_fraction_static=0.88", SCHED_DIED, SIGQUIT],
+     "kv_pool_oom", "weights_loaded", ["(now 0.88)", "(now 131072)", "(now 16)"]),
+    ("weights-leave-no-kv",
+     [SERVER_ARGS, *LOADED,
+      "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.5. "
+      "Raise --mem-fraction-static above 0.612 (minimum viable = 1 - available/pre = 0.6118). If using "
+      "speculative decoding, draft weights are now counted.", SCHED_DIED],
+     "weights_leave_no_kv", "weights_loaded", ["--mem-fraction-static", "--tp-size (now 2)"]),
+    ("hybrid-state-oom",
+     [SERVER_ARGS, *LOADED,
+      "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
+      "max_mamba_cache_size=0 (total_rest_memory=1.20 GB, mamba_cache_per_req=151.50 MB). Try: (1) reduce "
+      "--max-running-requests, (2) increase --mem-fraction-static, (3) reduce "
+      "--speculative-num-draft-tokens, or (4) use GPUs with more memory."],
+     "hybrid_state_oom", "weights_loaded", ["--max-running-requests (now 16)",
+                                            "--speculative-num-draft-tokens (now 16)"]),
+    ("cuda-graph-failed-after-kernel-selection",
+     [SERVER_ARGS, *LOADED,
+      "[2026-11-30 10:00:10 TP0] Memory pool end. avail mem=3.10 GB",
+      "[2026-11-30 10:00:10 TP0] Linear attention kernel backend: decode=triton, prefill=triton",
+      "[2026-11-30 10:00:10 TP0] Using hybrid linear attention backend for hybrid GDN models.",
+      "[2026-11-30 10:00:10 TP0] GDN kernel dispatcher: decode=TritonGDNKernel, extend=TritonGDNKernel, "
+      "verify=TritonGDNKernel packed_decode=True",
+      "[2026-11-30 10:00:11 TP0] Capture cuda graph begin. This can take up to several minutes. avail mem=3.05 GB",
+      *TRACEBACK,
+      "Exception: Capture cuda graph failed: CUDA error: an illegal memory access was encountered",
+      "Possible solutions:", "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
+      *(["  frame #%d: 0x7f" % i for i in range(150)]), SCHED_DIED, SIGQUIT],
+     "cuda_graph_failed", "cuda_graph", ["--cuda-graph-max-bs-decode (now 16)"]),
+    ("cuda-graph-oom",
+     [SERVER_ARGS, *LOADED, "[2026-11-30 10:00:11 TP0] Capture cuda graph begin.",
+      "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB"],
+     "cuda_graph_oom", "cuda_graph", ["--mem-fraction-static (now 0.88)"]),
+    ("cuda-oom",
+     [SERVER_ARGS, *LOADED, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. "
+      "GPU 0 has a total capacity of 47.99 GiB of which 1.02 GiB is free."],
+     "cuda_oom", "weights_loaded", ["--chunked-prefill-size (now 4096)"]),
+    ("oom-killed-scheduler",
+     [SERVER_ARGS, "[2026-11-30 10:00:01 TP0] Load weight begin. avail mem=47.21 GB",
+      "[2026-11-30 10:00:12] Rank 1 scheduler died during initialization (exit code: -9). If exit code is "
+      "-9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.", SIGQUIT],
+     "oom_killed", "loading_weights", ["OOM killer"]),
+    ("bad-argument-ambiguous",
+     ["usage: launch_server.py [-h] --model-path MODEL_PATH [--tokenizer-path TOKENIZER_PATH]",
+      "launch_server.py: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, "
+      "--cuda-graph-max-bs-prefill"],
+     "bad_argument", "starting", ["argument parser"]),
+    ("bad-argument-unrecognized",
+     ["launch_server.py: error: unrecognized arguments: --speculative-ddtree-budget 64"],
+     "bad_argument", "starting", ["flag"]),
+    ("import-error",
+     ["Traceback (most recent call last):", "ModuleNotFoundError: No module named 'sgl_kernel'"],
+     "import_error", "starting", ["rebuild"]),
+    ("port-in-use-uvicorn",
+     [SERVER_ARGS, *LOADED, "[2026-11-30 10:00:30] The server is fired up and ready to roll!",
+      "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use"],
+     "port_in_use", "ready", ["(now 30000)"]),
+    ("port-in-use-sglang-ports",
+     ["[2026-11-30 10:00:00] Port is already in use. dist_init_port=30005 port_base=30001 "
+      "detokenizer_port=30002 nccl_port=30003 scheduler_input_port=30007",
+      "ValueError: port_base at 30001 is not available in 30 seconds. port_base at 30001 is not available"],
+     "port_in_use", "starting", ["port"]),
+    ("model-not-found",
+     [SERVER_ARGS, "OSError: /models/Qwen3.6-27B-DFlash does not appear to have a file named config.json."],
+     "model_not_found", "server_args", ["(now /models/Qwen3.6-27B-DFlash)"]),
+    ("warmup-failed",
+     [SERVER_ARGS, *LOADED, "[2026-11-30 10:00:20] Initialization failed. warmup error: Traceback (most "
+      "recent call last): ... RuntimeError: expected scalar type"],
+     "warmup_failed", "weights_loaded", ["warm-up"]),
+    ("child-died-alone",
+     [SERVER_ARGS, *LOADED, SIGQUIT],
+     "child_died", "weights_loaded", ["child"]),
+    ("consequence-before-root-still-names-root",
+     [SIGQUIT, "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."],
+     "kv_pool_oom", "starting", ["--mem-fraction-static"]),
+]
+
+
+@pytest.mark.parametrize("lines, cause, phase, hint_words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_classify(lines, cause, phase, hint_words):
+    result = classify(lines, state="failed")
+    assert result["cause"] == cause
+    assert result["phase"] == phase
+    for word in hint_words:
+        assert word in result["hint"], result["hint"]
+    assert result["evidence"][0]["cause"] == cause
+    assert result["evidence"][0]["match"] in lines
+
+
+def test_evidence_far_from_the_end_is_found_with_context():
+    lines = [SERVER_ARGS, *LOADED, "RuntimeError: Capture cuda graph failed: boom"] + ["x"] * 5000
+    result = classify(lines, state="failed")
+    evidence = result["evidence"][0]
+    assert result["cause"] == "cuda_graph_failed"
+    assert evidence["line"] == 4
+    assert evidence["context"][0] == SERVER_ARGS and evidence["context"][-1] == "x"
+    assert len(evidence["context"]) == 7
+
+
+@pytest.mark.parametrize("state, signal, cause", [
+    ("failed", 9, "oom_killed"),
+    ("timeout", None, "timeout"),
+    ("failed", None, "unknown"),
+    ("healthy", None, None),
+])
+def test_cause_from_state_when_the_log_is_silent(state, signal, cause):
+    result = classify([SERVER_ARGS, *LOADED], state=state, signal=signal, timeout=600)
+    assert result["cause"] == cause
+    if cause == "timeout":
+        assert "600 s" in result["hint"] and "weights_loaded" in result["hint"]
+
+
+def test_hint_falls_back_to_argv_when_no_server_args_line():
+    argv = ["/opt/sglang/bin/python", "-m", "sglang.launch_server", "--mem-fraction-static", "0.95",
+            "--context-length=32768", "--max-running-requests", "4"]
+    result = classify(["RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."],
+                      state="failed", args=args_from_argv(argv))
+    assert "(now 0.95)" in result["hint"] and "(now 32768)" in result["hint"] and "(now 4)" in result["hint"]
+
+
+def test_unknown_values_say_unknown():
+    result = classify(["RuntimeError: Not enough memory. Please try to increase --mem-fraction-static."],
+                      state="failed")
+    assert "(now unknown)" in result["hint"]
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("server_args={'tp_size': 8, 'model_path': '/m'}", {"tp_size": 8, "model_path": "/m"}),
+    ("[x] server_args=ServerArgs(model_path='/m', tp_size=2, mem_fraction_static=0.88)",
+     {"model_path": "/m", "tp_size": 2, "mem_fraction_static": 0.88}),
+    ("no args here", {}),
+])
+def test_parse_server_args(line, expected):
+    assert parse_server_args(line) == expected
+
+
+def test_memory_stays_flat_for_long_invocations():
+    def lines():
+        yield SERVER_ARGS
+        for i in range(200_000):
+            yield "[TP0] decode batch %d" % i
+            if i % 1000 == 0:
+                yield SIGQUIT
+    result = classify(lines(), state="failed")
+    assert result["lines"] == 200_201
+    assert len(result["evidence"]) <= 5
