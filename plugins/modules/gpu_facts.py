@@ -1,0 +1,153 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_facts
+short_description: Gather NVIDIA GPU facts from nvidia-smi
+version_added: "0.1.0"
+description:
+  - Runs C(nvidia-smi --query-gpu=... --format=csv,nounits) on the host and returns the GPUs
+    as C(ansible_facts.gpu).
+  - Fails with nvidia-smi's own reason when the driver cannot be reached or no GPU is found,
+    so a deploy stops before it touches anything.
+author:
+  - inferops maintainers
+options:
+  nvidia_smi:
+    description:
+      - Path or name of the nvidia-smi binary.
+    type: str
+    default: nvidia-smi
+  timeout:
+    description:
+      - Seconds to wait for nvidia-smi (a wedged driver can hang it).
+    type: int
+    default: 30
+extends_documentation_fragment: []
+attributes:
+  check_mode:
+    support: full
+    description: Only reads; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+notes:
+  - Reads only; never changes the host.
+seealso:
+  - module: inferops.sglang.sglang_health
+"""
+
+EXAMPLES = r"""
+- name: Read the GPUs
+  inferops.sglang.gpu_facts:
+
+- name: Stop unless the host has the cards its class promises
+  ansible.builtin.assert:
+    that:
+      - ansible_facts.gpu.model == 'NVIDIA RTX A6000'
+      - ansible_facts.gpu.count >= 2
+    fail_msg: "{{ inventory_hostname }} has {{ ansible_facts.gpu.count }}x {{ ansible_facts.gpu.model }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to ansible_facts.
+  returned: success
+  type: dict
+  contains:
+    gpu:
+      description: The host's NVIDIA GPUs.
+      returned: success
+      type: dict
+      contains:
+        count:
+          description: Number of GPUs.
+          type: int
+          sample: 2
+        model:
+          description: The model name when all GPUs are alike, else null.
+          type: str
+          sample: NVIDIA RTX A6000
+        total_memory_mib:
+          description: Sum of memory.total over all GPUs, in MiB.
+          type: int
+          sample: 98280
+        driver_version:
+          description: NVIDIA driver version.
+          type: str
+          sample: 580.105.08
+        cuda_version:
+          description: Highest CUDA version the driver supports (from the nvidia-smi table).
+          type: str
+          sample: "13.0"
+        devices:
+          description: One entry per GPU.
+          type: list
+          elements: dict
+          sample:
+            - index: 0
+              name: NVIDIA RTX A6000
+              uuid: GPU-5b1d2c4e-a6a6-4c1e-0000-1d2e3f4a5b60
+              memory_total_mib: 49140
+              memory_used_mib: 4
+              compute_capability: "8.6"
+              pci_bus_id: "00000000:01:00.0"
+elapsed:
+  description: Seconds the module took.
+  returned: always
+  type: float
+  sample: 0.08
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import (
+    NvidiaSmiError, check_failure, cuda_version, gpu_facts, parse_csv, query_command,
+)
+
+
+def run_nvidia_smi(module, args):
+    rc, out, err = module.run_command(args, environ_update={"LC_ALL": "C"})
+    return rc, out, err
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            timeout=dict(type="int", default=30),
+        ),
+        supports_check_mode=True,
+    )
+    started = time.monotonic()
+    binary = module.get_bin_path(module.params["nvidia_smi"])
+    if binary is None:
+        module.fail_json(msg="nvidia-smi not found on this host (looked for %r in PATH): install the "
+                             "NVIDIA driver utilities or set nvidia_smi" % module.params["nvidia_smi"],
+                         elapsed=round(time.monotonic() - started, 3))
+    try:
+        cmd = ["timeout", str(module.params["timeout"])] + query_command(binary)
+        rc, out, err = run_nvidia_smi(module, cmd)
+        if rc == 124:
+            raise NvidiaSmiError("nvidia-smi did not answer within %d s (a wedged driver?)"
+                                 % module.params["timeout"])
+        check_failure(rc, out, err)
+        devices = parse_csv(out)
+        table_rc, table, table_err = run_nvidia_smi(module, ["timeout", str(module.params["timeout"]), binary])
+        facts = gpu_facts(devices, cuda=cuda_version(table) if table_rc == 0 else None)
+    except NvidiaSmiError as exc:
+        module.fail_json(msg=str(exc), elapsed=round(time.monotonic() - started, 3))
+    module.exit_json(changed=False, ansible_facts={"gpu": facts},
+                     elapsed=round(time.monotonic() - started, 3))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,483 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_health
+short_description: Wait for an SGLang systemd unit to serve, or say why it never will
+version_added: "0.1.0"
+description:
+  - Waits for one systemd unit and its HTTP health endpoint. Returns as soon as the endpoint
+    answers 200 (C(healthy)), the unit can no longer become healthy (C(failed)), or the
+    deadline passes (C(timeout)).
+  - C(failed) covers what C(systemctl is-active) misses for a C(Type=simple) server: the unit
+    failed or went inactive, systemd is auto-restarting it, or it is already on a new
+    invocation or a higher restart count than when the wait began. The health endpoint
+    answering 401 or 403 is also final.
+  - Then reads the journal of that exact invocation (its own output and systemd's lines about
+    it), all of it, in one streaming pass, and names the cause with a hint of what to change,
+    the evidence lines (with context, wherever they are in the invocation) and the tail.
+  - Never changes anything on the host.
+  - The action plugin of the same name runs the wait in slices of O(progress_interval)
+    seconds and prints the phase and elapsed time between them, so a long model load does
+    not look frozen.
+author:
+  - inferops maintainers
+options:
+  unit:
+    description:
+      - The systemd unit to judge, for example C(sglang.service).
+    type: str
+    required: true
+  url:
+    description:
+      - The health endpoint. SGLang answers 503 until its warm-up request is done.
+    type: str
+    default: http://127.0.0.1:30000/health
+  timeout:
+    description:
+      - Seconds to wait for C(healthy) before giving up with C(timeout). A 27B model can take
+        more than ten minutes to load.
+    type: int
+    default: 1800
+  probe_timeout:
+    description:
+      - Seconds one HTTP probe may take. SGLang's health handler sleeps one second before it
+        answers, so values near 1 make a healthy server look flaky.
+    type: float
+    default: 5.0
+  api_key:
+    description:
+      - The server's API key, sent as C(Authorization: Bearer).
+    type: str
+  headers:
+    description:
+      - Extra HTTP headers for the probe.
+    type: dict
+    default: {}
+  validate_certs:
+    description:
+      - Verify TLS certificates when O(url) is https.
+    type: bool
+    default: true
+  tail_lines:
+    description:
+      - How many of the invocation's last journal lines to return in RV(tail).
+    type: int
+    default: 200
+  since:
+    description:
+      - The invocation to judge (a systemd InvocationID). Default is the unit's current one
+        when the wait starts. If the unit is on another invocation, it was restarted and the
+        result is C(failed).
+    type: str
+  baseline_restarts:
+    description:
+      - The unit's NRestarts when the wait began; a higher count is C(failed). Default is the
+        count when this call starts.
+    type: int
+  fail_on_unhealthy:
+    description:
+      - Fail the task when the result is C(failed) or C(timeout). With V(false) the task is
+        C(ok) and the facts say what happened (handlers can act on them).
+    type: bool
+    default: true
+  progress_interval:
+    description:
+      - Seconds between progress lines printed by the action plugin. V(0) waits in one call
+        and prints nothing until the end.
+    type: int
+    default: 15
+  wait_slice:
+    description:
+      - Set by the action plugin. Return with C(state=waiting) after this many seconds
+        without a verdict. V(0) waits up to O(timeout).
+    type: float
+    default: 0
+  waited:
+    description:
+      - Set by the action plugin. Seconds already waited in earlier slices; they count
+        against O(timeout) and in RV(elapsed).
+    type: float
+    default: 0
+attributes:
+  check_mode:
+    support: full
+    description: Reports the current state once, without waiting.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+notes:
+  - Detection of a failed unit comes within about half a second of systemd marking it failed:
+    the unit is polled with a back-off capped at 0.5 s while HTTP probes run beside it.
+seealso:
+  - module: ansible.builtin.wait_for
+  - module: ansible.builtin.systemd_service
+  - module: inferops.sglang.gpu_facts
+"""
+
+EXAMPLES = r"""
+- name: Gate the restart on health; let handlers roll back on failure
+  inferops.sglang.sglang_health:
+    unit: sglang.service
+    url: http://127.0.0.1:30000/health
+    api_key: "{{ sglang_api_key }}"
+    timeout: 1200
+    fail_on_unhealthy: false
+  register: sglang_gate
+
+- name: Report what happened
+  ansible.builtin.debug:
+    msg: "{{ sglang_gate.state }} after {{ sglang_gate.elapsed }} s: {{ sglang_gate.cause }} ({{ sglang_gate.hint }})"
+
+- name: Show the current state without waiting
+  inferops.sglang.sglang_health:
+    unit: sglang.service
+  check_mode: true
+"""
+
+RETURN = r"""
+state:
+  description: C(healthy), C(failed), C(timeout); C(starting) in check mode; C(waiting) only
+    between slices of the action plugin.
+  returned: always
+  type: str
+  sample: failed
+elapsed:
+  description: Seconds this wait took.
+  returned: always
+  type: float
+  sample: 2.41
+unit:
+  description: The unit judged.
+  returned: always
+  type: str
+  sample: sglang.service
+invocation_id:
+  description: The invocation judged.
+  returned: always
+  type: str
+  sample: 0d9a06bb2d5c4f468ad0238c790c858f
+reason:
+  description: Why the state was reached, in systemd's or HTTP's terms.
+  returned: always
+  type: str
+  sample: unit failed (result exit-code)
+active_state:
+  description: systemd ActiveState at the end of the wait.
+  returned: always
+  type: str
+  sample: failed
+sub_state:
+  description: systemd SubState at the end of the wait.
+  returned: always
+  type: str
+  sample: failed
+result:
+  description: systemd Result of the unit.
+  returned: always
+  type: str
+  sample: exit-code
+exit_status:
+  description: ExecMainStatus (exit code, or signal number when killed).
+  returned: always
+  type: int
+  sample: 1
+signal:
+  description: The signal that ended the main process, if one did.
+  returned: always
+  type: int
+  sample: 9
+n_restarts:
+  description: systemd NRestarts at the end of the wait.
+  returned: always
+  type: int
+  sample: 0
+http_status:
+  description: The last HTTP status of the health endpoint (null when it did not answer).
+  returned: always
+  type: int
+  sample: 503
+http_error:
+  description: The last connection error of the probe, if any.
+  returned: always
+  type: str
+  sample: "[Errno 111] Connection refused"
+phase:
+  description: The last startup phase SGLang reached, from its progress lines (C(starting),
+    C(server_args), C(loading_weights), C(weights_loaded), C(memory_pool), C(kernels_selected),
+    C(cuda_graph), C(cuda_graph_done), C(serving), C(ready)).
+  returned: always
+  type: str
+  sample: weights_loaded
+cause:
+  description: The named cause (null when healthy), for example C(kv_pool_oom),
+    C(weights_leave_no_kv), C(hybrid_state_oom), C(cuda_graph_oom), C(cuda_graph_failed),
+    C(cuda_oom), C(oom_killed), C(bad_argument), C(import_error), C(port_in_use),
+    C(model_not_found), C(warmup_failed), C(child_died), C(unauthorized), C(timeout),
+    C(unknown).
+  returned: always
+  type: str
+  sample: kv_pool_oom
+hint:
+  description: What to change, with the current values from the invocation's own arguments.
+  returned: always
+  type: str
+  sample: raise --mem-fraction-static (now 0.88) or lower --context-length (now 131072) / --max-running-requests (now 16)
+evidence:
+  description: The matching lines, first the one that names the cause, each with a few lines
+    of context, found anywhere in the invocation.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - line: 212
+      cause: kv_pool_oom
+      match: "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.88"
+      context: ["..."]
+tail:
+  description: The last O(tail_lines) journal lines of this invocation only, systemd's own
+    lines about it included.
+  returned: always
+  type: list
+  elements: str
+observed_at:
+  description: The host's clock (epoch seconds) when the state was reached, before the journal
+    was read; compare with journal timestamps to measure detection latency.
+  returned: always
+  type: float
+  sample: 1796060681.52
+journal_lines:
+  description: How many journal lines of the invocation were read.
+  returned: always
+  type: int
+  sample: 412
+ansible_facts:
+  description: The same result under C(sglang_health).
+  returned: always
+  type: dict
+  contains:
+    sglang_health:
+      description: All of the values above.
+      type: dict
+      returned: always
+"""
+
+import subprocess
+import threading
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
+    InvocationReader, journal_command,
+)
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import args_from_argv
+from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
+    FAILED, RUNNING, exec_start_argv, judge, parse_show, show_command, unit_status,
+)
+
+UNIT_POLL_FIRST = 0.05
+UNIT_POLL_MAX = 0.5
+PROBE_PAUSE_FIRST = 0.2
+PROBE_PAUSE_MAX = 2.0
+FINAL_HTTP = (401, 403)
+
+
+class Prober(threading.Thread):
+    """Probes the health endpoint with back-off beside the unit watch, so a slow or hung
+    probe never delays noticing a dead unit."""
+
+    def __init__(self, url, headers, validate_certs, timeout):
+        super(Prober, self).__init__()
+        self.daemon = True
+        self.url, self.headers = url, headers
+        self.validate_certs, self.timeout = validate_certs, timeout
+        self.status, self.error = None, None
+        self.stop = threading.Event()
+
+    def probe_once(self):
+        try:
+            resp = open_url(self.url, headers=self.headers, validate_certs=self.validate_certs,
+                            timeout=self.timeout, follow_redirects="none")
+            return resp.getcode(), None
+        except HTTPError as exc:
+            return exc.code, None
+        except (URLError, OSError, ValueError) as exc:
+            return None, str(getattr(exc, "reason", exc))
+
+    def run(self):
+        pause = PROBE_PAUSE_FIRST
+        while not self.stop.is_set():
+            self.status, self.error = self.probe_once()
+            if self.status == 200 or self.status in FINAL_HTTP:
+                return
+            self.stop.wait(pause)
+            pause = min(pause * 1.5, PROBE_PAUSE_MAX)
+
+
+class Gate:
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.systemctl = module.get_bin_path("systemctl", required=True)
+        self.journalctl = module.get_bin_path("journalctl", required=True)
+        # Earlier slices of the same wait count against the deadline.
+        self.started = time.monotonic() - module.params["waited"]
+
+    def status(self):
+        rc, out, err = self.module.run_command(show_command(self.params["unit"], self.systemctl))
+        if rc != 0:
+            self.module.fail_json(msg="%s: systemctl show failed (rc %d): %s" % (
+                self.params["unit"], rc, err.strip()), elapsed=self.elapsed())
+        return unit_status(parse_show(out))
+
+    def elapsed(self):
+        return round(time.monotonic() - self.started, 3)
+
+    def headers(self):
+        headers = dict(self.params["headers"] or {})
+        if self.params["api_key"]:
+            headers["Authorization"] = "Bearer " + self.params["api_key"]
+        return headers
+
+    def wait(self, since, baseline):
+        """(state, reason, final unit status, prober) once a verdict is reached."""
+        deadline = self.started + self.params["timeout"]
+        slice_end = time.monotonic() + self.params["wait_slice"] if self.params["wait_slice"] else None
+        prober = Prober(self.params["url"], self.headers(), self.params["validate_certs"],
+                        self.params["probe_timeout"])
+        poll = UNIT_POLL_FIRST
+        try:
+            while True:
+                status = self.status()
+                verdict, reason = judge(status, since, baseline)
+                if verdict == FAILED:
+                    return "failed", reason, status, prober
+                if verdict == RUNNING and not prober.is_alive() and prober.status is None:
+                    prober.start()
+                if prober.status == 200:
+                    return "healthy", "%s answered 200" % self.params["url"], status, prober
+                if prober.status in FINAL_HTTP:
+                    return "failed", "%s answered %d: the API key was refused" % (
+                        self.params["url"], prober.status), status, prober
+                now = time.monotonic()
+                if slice_end is not None and slice_end <= now < deadline:
+                    return "waiting", reason, status, prober
+                if now >= deadline:
+                    return "timeout", "no 200 from %s within %d s (last: %s)" % (
+                        self.params["url"], self.params["timeout"], describe_probe(prober)), status, prober
+                time.sleep(poll)
+                poll = min(poll * 1.5, UNIT_POLL_MAX)
+        finally:
+            prober.stop.set()
+
+    def check_once(self, since, baseline):
+        status = self.status()
+        verdict, reason = judge(status, since, baseline)
+        prober = Prober(self.params["url"], self.headers(), self.params["validate_certs"],
+                        self.params["probe_timeout"])
+        if verdict == FAILED:
+            return "failed", reason, status, prober
+        if verdict == RUNNING:
+            prober.status, prober.error = prober.probe_once()
+            if prober.status == 200:
+                return "healthy", "%s answered 200" % self.params["url"], status, prober
+        return "starting", reason, status, prober
+
+    def read_journal(self, invocation_id, state, status, timeout):
+        reader = InvocationReader(self.params["tail_lines"])
+        if invocation_id and state == "failed":
+            # A process that died at once may have lines journald has received but not yet
+            # written; --sync waits for them, so the cause is not missed.
+            self.module.run_command([self.journalctl, "--sync"])
+        if invocation_id:
+            proc = subprocess.Popen(journal_command(invocation_id, self.journalctl),
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    universal_newlines=True, errors="replace", bufsize=1 << 16)
+            for line in proc.stdout:
+                reader.feed(line)
+            proc.wait()
+        return reader.result(state=state, signal=status["signal"], timeout=timeout,
+                             args=args_from_argv(exec_start_argv(status["exec_start"])))
+
+
+def describe_probe(prober):
+    if prober.status is not None:
+        return "HTTP %d" % prober.status
+    return prober.error or "unit never became active, endpoint not probed"
+
+
+def failure_message(facts):
+    first = facts["evidence"][0]["match"] if facts["evidence"] else (facts["tail"] or ["(no journal lines)"])[-1]
+    return "%s: %s after %.1f s (%s); cause %s: %s; hint: %s" % (
+        facts["unit"], facts["state"], facts["elapsed"], facts["reason"], facts["cause"], first.strip(),
+        facts["hint"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", required=True),
+            url=dict(type="str", default="http://127.0.0.1:30000/health"),
+            timeout=dict(type="int", default=1800),
+            probe_timeout=dict(type="float", default=5.0),
+            api_key=dict(type="str", no_log=True),
+            headers=dict(type="dict", default={}),
+            validate_certs=dict(type="bool", default=True),
+            tail_lines=dict(type="int", default=200),
+            since=dict(type="str"),
+            baseline_restarts=dict(type="int"),
+            fail_on_unhealthy=dict(type="bool", default=True),
+            progress_interval=dict(type="int", default=15),
+            wait_slice=dict(type="float", default=0),
+            waited=dict(type="float", default=0),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["timeout"] <= 0 or params["probe_timeout"] <= 0:
+        module.fail_json(msg="timeout and probe_timeout must be positive (got %s and %s)"
+                         % (params["timeout"], params["probe_timeout"]), elapsed=0.0)
+    gate = Gate(module)
+    first = gate.status()
+    since = params["since"] or first["invocation_id"]
+    baseline = params["baseline_restarts"] if params["baseline_restarts"] is not None else first["n_restarts"]
+
+    if module.check_mode:
+        state, reason, status, prober = gate.check_once(since, baseline)
+    else:
+        state, reason, status, prober = gate.wait(since, baseline)
+    observed_at = time.time()
+
+    journal = gate.read_journal(since, state, status, params["timeout"])
+    cause, hint = journal["cause"], journal["hint"]
+    if prober.status in FINAL_HTTP:
+        cause = "unauthorized"
+        hint = "the health endpoint refused the request (HTTP %d): pass the server's api_key" % prober.status
+    if state in ("healthy", "starting", "waiting"):
+        cause, hint = None, None
+    facts = {
+        "state": state, "elapsed": gate.elapsed(), "unit": params["unit"], "invocation_id": since,
+        "reason": reason, "active_state": status["active_state"], "sub_state": status["sub_state"],
+        "result": status["result"], "exit_status": status["exit_status"], "signal": status["signal"],
+        "n_restarts": status["n_restarts"], "baseline_restarts": baseline,
+        "http_status": prober.status, "http_error": prober.error, "url": params["url"],
+        "phase": journal["phase"], "cause": cause, "hint": hint, "evidence": journal["evidence"],
+        "tail": journal["tail"], "journal_lines": journal["lines"], "observed_at": observed_at,
+    }
+    result = dict(facts, changed=False, ansible_facts={"sglang_health": facts})
+    if state in ("failed", "timeout") and params["fail_on_unhealthy"]:
+        module.fail_json(msg=failure_message(facts), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

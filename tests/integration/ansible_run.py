@@ -1,0 +1,46 @@
+"""Run the collection's modules and playbooks the way a user does (the ansible CLI, this
+checkout's ansible.cfg, the lab inventory) and hand back the structured results."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+LAB_INVENTORY = str(REPO / "inventory" / "lab")
+
+
+def _env(extra=None):
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               CONTAINERS_CONF=str(REPO / "lab" / "containers.conf"))
+    env.update(extra or {})
+    return env
+
+
+def run_module(host: str, module: str, args: dict, check: bool = False) -> dict:
+    """One module on one lab host; returns the module's result (its `failed` key set on failure)."""
+    cmd = [str(BIN / "ansible"), host, "-i", LAB_INVENTORY, "-m", module, "-a", json.dumps(args)]
+    if check:
+        cmd.append("--check")
+    proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, check=False)
+    try:
+        data = json.loads(proc.stdout)
+        return data["plays"][0]["tasks"][0]["hosts"][host]
+    except (ValueError, KeyError, IndexError) as exc:
+        raise AssertionError("ansible %s gave no result (rc %d): %s\n%s" % (
+            module, proc.returncode, exc, (proc.stdout + proc.stderr)[-3000:])) from exc
+
+
+def run_playbook(playbook: str, limit: str | None = None, extra_vars: dict | None = None,
+                 json_output: bool = False, inventory: str = LAB_INVENTORY) -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "ansible-playbook"), "-i", inventory, playbook]
+    if limit:
+        cmd += ["-l", limit]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    env = _env() if json_output else _env({"ANSIBLE_STDOUT_CALLBACK": "default"})
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
