@@ -30,7 +30,6 @@ options:
       - Seconds to wait for nvidia-smi (a wedged driver can hang it).
     type: int
     default: 30
-extends_documentation_fragment: []
 attributes:
   check_mode:
     support: full
@@ -115,8 +114,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import 
 
 
 def run_nvidia_smi(module, args):
-    rc, out, err = module.run_command(args, environ_update={"LC_ALL": "C"})
-    return rc, out, err
+    return module.run_command(args, environ_update={"LC_ALL": "C"})
 
 
 def main():

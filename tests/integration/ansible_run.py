@@ -23,7 +23,9 @@ def _env(extra=None):
 
 def run_module(host: str, module: str, args: dict, check: bool = False) -> dict:
     """One module on one lab host; returns the module's result (its `failed` key set on failure)."""
-    cmd = [str(BIN / "ansible"), host, "-i", LAB_INVENTORY, "-m", module, "-a", json.dumps(args)]
+    cmd = [str(BIN / "ansible"), host, "-i", LAB_INVENTORY, "-m", module]
+    if args:
+        cmd += ["-a", json.dumps(args)]
     if check:
         cmd.append("--check")
     proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True, check=False)
