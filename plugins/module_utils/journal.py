@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops maintainers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read the journal of exactly one invocation of a unit, in one streaming pass.
 
 Pure Python (no Ansible imports). The invocation's own output carries
@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import collections
 import re
+import subprocess
 
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import Classifier
 
@@ -52,6 +53,20 @@ class InvocationReader:
         out = self.classifier.result(**context)
         out["tail"] = list(self.tail)
         return out
+
+
+def stream_invocation(invocation_id, journalctl="journalctl"):
+    """Yield the invocation's journal lines as journalctl prints them, never holding them
+    all: a million-line invocation costs the same memory as a short one."""
+    proc = subprocess.Popen(journal_command(invocation_id, journalctl), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, universal_newlines=True, errors="replace",
+                            bufsize=1 << 16)
+    try:
+        for line in proc.stdout:
+            yield line
+    finally:
+        proc.stdout.close()
+        proc.wait()
 
 
 def read_lines(lines, tail_lines=200, **context):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops maintainers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Parse `nvidia-smi --query-gpu=... --format=csv` output into GPU facts.
 
 Pure Python (no Ansible imports). Accepts output with its header (fields in any order,

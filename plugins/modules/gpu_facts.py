@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops maintainers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,7 +18,7 @@ description:
   - Fails with nvidia-smi's own reason when the driver cannot be reached or no GPU is found,
     so a deploy stops before it touches anything.
 author:
-  - inferops maintainers
+  - inferops maintainers (@inferops)
 options:
   nvidia_smi:
     description:

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops maintainers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,7 +16,7 @@ description:
   - Waits for one systemd unit and its HTTP health endpoint. Returns as soon as the endpoint
     answers 200 (C(healthy)), the unit can no longer become healthy (C(failed)), or the
     deadline passes (C(timeout)).
-  - C(failed) covers what C(systemctl is-active) misses for a C(Type=simple) server: the unit
+  - C(failed) covers what C(systemctl is-active) misses for a C(Type=simple) server, that is the unit
     failed or went inactive, systemd is auto-restarting it, or it is already on a new
     invocation or a higher restart count than when the wait began. The health endpoint
     answering 401 or 403 is also final.
@@ -28,7 +28,7 @@ description:
     seconds and prints the phase and elapsed time between them, so a long model load does
     not look frozen.
 author:
-  - inferops maintainers
+  - inferops maintainers (@inferops)
 options:
   unit:
     description:
@@ -54,7 +54,7 @@ options:
     default: 5.0
   api_key:
     description:
-      - The server's API key, sent as C(Authorization: Bearer).
+      - "The server's API key, sent as C(Authorization: Bearer <key>)."
     type: str
   headers:
     description:
@@ -114,8 +114,8 @@ attributes:
     support: none
     description: Changes nothing, so there is no diff.
 notes:
-  - Detection of a failed unit comes within about half a second of systemd marking it failed:
-    the unit is polled with a back-off capped at 0.5 s while HTTP probes run beside it.
+  - Detection of a failed unit comes within about half a second of systemd marking it failed,
+    because the unit is polled with a back-off capped at 0.5 s while HTTP probes run beside it.
 seealso:
   - module: ansible.builtin.wait_for
   - module: ansible.builtin.systemd_service
@@ -269,7 +269,6 @@ ansible_facts:
       returned: always
 """
 
-import subprocess
 import threading
 import time
 
@@ -277,7 +276,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
-    InvocationReader, journal_command,
+    InvocationReader, stream_invocation,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import args_from_argv
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
@@ -399,12 +398,8 @@ class Gate:
             # written; --sync waits for them, so the cause is not missed.
             self.module.run_command([self.journalctl, "--sync"])
         if invocation_id:
-            proc = subprocess.Popen(journal_command(invocation_id, self.journalctl),
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                    universal_newlines=True, errors="replace", bufsize=1 << 16)
-            for line in proc.stdout:
+            for line in stream_invocation(invocation_id, self.journalctl):
                 reader.feed(line)
-            proc.wait()
         return reader.result(state=state, signal=status["signal"], timeout=timeout,
                              args=args_from_argv(exec_start_argv(status["exec_start"])))
 

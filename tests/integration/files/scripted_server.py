@@ -5,7 +5,6 @@ It replays log lines, then either exits, kills itself, or serves /health (503 un
 """
 import json
 import os
-import signal
 import sys
 import threading
 import time
@@ -47,6 +46,8 @@ if CFG.get("signal"):
     os.kill(os.getpid(), CFG["signal"])
 if "exit" in CFG:
     sys.exit(CFG["exit"])
+
+
 def announce_ready():
     # SGLang logs this only once warm-up is done, when /health turns 200.
     time.sleep(max(CFG.get("ready_after", 0) - (time.monotonic() - STARTED), 0))
