@@ -16,12 +16,24 @@ SANITY_DIR   := $(SANITY_ROOT)/ansible_collections/inferops/sglang
 TEST_CACHE   := $(HOME)/.ansible/test/cache
 PIP_BOOTSTRAP := $(TEST_CACHE)/get_pip_24_2.py
 
+# The real SGLang argument parser (CPU-only torch), with the DDTree patch series applied:
+# the reference the lab's stand-in is checked against. Cached outside the repo, keyed by
+# the pinned version and the patches' contents.
+SGLANG_VERSION := 0.5.23
+DDTREE_PATCHES := $(sort $(wildcard files/patches/sglang-$(SGLANG_VERSION)-ddtree/*.patch))
+REF_KEY      := $(shell cat $(DDTREE_PATCHES) /dev/null | sha256sum | cut -c1-12)
+REF_VENV     := /var/cache/inferops-sglang/$(SGLANG_VERSION)-$(REF_KEY)
+REF_PY       := $(REF_VENV)/bin/python
+REF_DEPS     := torch==2.13.0 numpy orjson psutil pybase64 requests triton packaging pillow \
+                starlette msgspec pydantic pyzmq aiohttp ipython tqdm
+export SGLANG_REFERENCE_PYTHON := $(REF_PY)
+
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean
 
 help:  ## list the targets
@@ -40,6 +52,18 @@ $(STAMP): requirements.txt
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+sglang-reference: $(REF_VENV)/.ready  ## the real SGLang parser (patched), to check the stand-in against
+$(REF_VENV)/.ready: $(DDTREE_PATCHES)
+	rm -rf $(REF_VENV).partial && python3 -m venv $(REF_VENV).partial
+	$(REF_VENV).partial/bin/pip install -q --no-deps sglang==$(SGLANG_VERSION)
+	$(REF_VENV).partial/bin/pip install -q $(REF_DEPS)
+	site=$$($(REF_VENV).partial/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	for p in $(DDTREE_PATCHES); do patch -p1 --forward --batch -d "$$site" < "$$p" >/dev/null; done
+	rm -rf $(REF_VENV) && mv $(REF_VENV).partial $(REF_VENV)
+	# venvs hard-code their path: rebuild the entry points for the final location.
+	sed -i "s#$(REF_VENV).partial#$(REF_VENV)#g" $(REF_VENV)/bin/* 2>/dev/null || true
 	touch $@
 
 lab-image: deps venv  ## build (or reuse the cached) lab host image

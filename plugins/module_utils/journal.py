@@ -62,8 +62,7 @@ def stream_invocation(invocation_id, journalctl="journalctl"):
                             stderr=subprocess.DEVNULL, universal_newlines=True, errors="replace",
                             bufsize=1 << 16)
     try:
-        for line in proc.stdout:
-            yield line
+        yield from proc.stdout
     finally:
         proc.stdout.close()
         proc.wait()
