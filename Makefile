@@ -33,7 +33,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean
 
 help:  ## list the targets
@@ -91,6 +91,9 @@ unit: venv  ## unit tests of the pure code
 integration: lab-reset  ## integration tests against the lab (real systemd, journald, HTTP)
 	$(BIN)/pytest -q tests/integration
 
+fidelity: venv sglang-reference  ## the stand-in's parser against the real SGLang parser
+	$(BIN)/pytest -q tests/fidelity
+
 lint: venv  ## ansible-lint (production profile)
 	$(BIN)/ansible-lint --profile production --offline --strict
 
@@ -113,7 +116,7 @@ molecule: lab-image  ## molecule scenarios against the lab image
 	  $(BIN)/molecule test --all; \
 	else echo "molecule: no scenarios yet"; fi
 
-test: deps venv lint sanity unit integration molecule  ## everything CI checks
+test: deps venv lint sanity unit fidelity integration molecule  ## everything CI checks
 	@echo "make test: all gates passed"
 
 clean:  ## remove build output (not the lab image cache)

@@ -269,6 +269,7 @@ def start_host(name: str, cls: str, image: str) -> str:
            "--label", "%s=1" % LABEL, "--label", "%s=%s" % (CLASS_LABEL, cls),
            "--systemd=always", "--network=none", image, "/sbin/init")
     put_file(ctr, "/etc/inferops-lab/gpus.json", json.dumps(gpu_inventory(cls), indent=1))
+    put_file(ctr, "/etc/inferops-lab/sim.json", (LAB_DIR / "sim_defaults.json").read_text())
     return "started"
 
 

@@ -6,6 +6,10 @@
 Pure Python (no Ansible imports). The invocation's own output carries
 _SYSTEMD_INVOCATION_ID; systemd's messages about it ("Main process exited", "Failed with
 result") carry INVOCATION_ID. Both are read, and nothing from earlier runs.
+
+A process that dies within milliseconds can leave lines without _SYSTEMD_INVOCATION_ID:
+journald could no longer look up its cgroup (seen in about 1 start in 8 on systemd 252).
+Those lines still carry the unit and the PID, so the main PID of the invocation is read too.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,11 +25,16 @@ from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures im
 INVOCATION_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
-def journal_command(invocation_id, journalctl="journalctl"):
+def journal_command(invocation_id, journalctl="journalctl", unit=None, main_pid=0):
+    """journalctl for one invocation; with unit and main_pid, also that process's lines
+    that journald could not tag with the invocation."""
     if not INVOCATION_ID_RE.match(invocation_id or ""):
         raise ValueError("not a systemd invocation id: %r" % (invocation_id,))
-    return [journalctl, "--no-pager", "--no-hostname", "--output=short-iso-precise",
-            "_SYSTEMD_INVOCATION_ID=" + invocation_id, "+", "INVOCATION_ID=" + invocation_id]
+    cmd = [journalctl, "--no-pager", "--no-hostname", "--output=short-iso-precise",
+           "_SYSTEMD_INVOCATION_ID=" + invocation_id, "+", "INVOCATION_ID=" + invocation_id]
+    if unit and main_pid and main_pid > 1:
+        cmd += ["+", "_SYSTEMD_UNIT=" + unit, "_PID=%d" % main_pid]
+    return cmd
 
 
 def message_of(line):
@@ -55,10 +64,10 @@ class InvocationReader:
         return out
 
 
-def stream_invocation(invocation_id, journalctl="journalctl"):
+def stream_invocation(invocation_id, journalctl="journalctl", unit=None, main_pid=0):
     """Yield the invocation's journal lines as journalctl prints them, never holding them
     all: a million-line invocation costs the same memory as a short one."""
-    proc = subprocess.Popen(journal_command(invocation_id, journalctl), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(journal_command(invocation_id, journalctl, unit, main_pid), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, universal_newlines=True, errors="replace",
                             bufsize=1 << 16)
     try:

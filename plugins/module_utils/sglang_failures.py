@@ -89,7 +89,7 @@ RULES = (
          "choose another --port"),
     # transformers / sglang config loading
     Rule("model_not_found", ROOT,
-         r"(?:is not a local folder and is not a valid model identifier|Can't load the "
+         r"(?:Incorrect path_or_model_id|is not a local folder and is not a valid model identifier|Can't load the "
          r"configuration of|does not appear to have a file named config\.json|"
          r"No such file or directory: '[^']*config\.json'|Model path does not exist)",
          "the model directory is missing or incomplete: check --model-path (now {model_path}) "
@@ -116,8 +116,9 @@ PHASES = (
     ("weights_loaded", re.compile(r"Load weight end\.")),
     ("memory_pool", re.compile(r"Memory pool end\.")),
     ("kernels_selected", re.compile(r"Using hybrid linear attention backend|GDN kernel dispatcher")),
-    ("cuda_graph", re.compile(r"Capture cuda graph begin")),
-    ("cuda_graph_done", re.compile(r"Capture cuda graph end")),
+    # srt/model_executor/model_runner_components/cuda_graph_setup.py
+    ("cuda_graph", re.compile(r"Capture \w+ \w+ CUDA graph begin")),
+    ("cuda_graph_done", re.compile(r"Capture \w+ \w+ CUDA graph end")),
     ("serving", re.compile(r"Uvicorn running on|Application startup complete")),
     ("ready", re.compile(r"The server is fired up and ready to roll!")),
 )

@@ -59,6 +59,7 @@ def unit_status(props):
         "exit_code": {CLD_EXITED: "exited", CLD_KILLED: "killed", CLD_DUMPED: "dumped"}.get(code, ""),
         "signal": status if code in (CLD_KILLED, CLD_DUMPED) else None,
         "main_pid": _int(props.get("MainPID")),
+        "exec_main_pid": _int(props.get("ExecMainPID")),
         "invocation_id": props.get("InvocationID", ""),
         "n_restarts": _int(props.get("NRestarts")),
         "exec_start": props.get("ExecStart", ""),

@@ -398,7 +398,9 @@ class Gate:
             # written; --sync waits for them, so the cause is not missed.
             self.module.run_command([self.journalctl, "--sync"])
         if invocation_id:
-            for line in stream_invocation(invocation_id, self.journalctl):
+            # The main PID belongs to the judged invocation only while it is the current one.
+            pid = status["exec_main_pid"] if status["invocation_id"] == invocation_id else 0
+            for line in stream_invocation(invocation_id, self.journalctl, self.params["unit"], pid):
                 reader.feed(line)
         return reader.result(state=state, signal=status["signal"], timeout=timeout,
                              args=args_from_argv(exec_start_argv(status["exec_start"])))

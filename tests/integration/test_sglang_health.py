@@ -82,7 +82,7 @@ def test_kv_pool_oom_is_named_fast_with_hint_and_evidence(gate_host):
 
 def test_evidence_deep_in_a_long_invocation(gate_host):
     """The seed's second failure: the error sat more than 100 lines before the end."""
-    start(gate_host, {"lines": [SERVER_ARGS, *LOADED, "Capture cuda graph begin.",
+    start(gate_host, {"lines": [SERVER_ARGS, *LOADED, "Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=64, avail mem=3.05 GB",
                                 "Exception: Capture cuda graph failed: CUDA error: an illegal memory access"]
                       + ["  frame #%d: 0x7f00 in libcuda.so" % i for i in range(300)], "exit": 1})
     res = run_module("ct129", "inferops.sglang.sglang_health", {"unit": UNIT, "timeout": 60, "tail_lines": 100})
@@ -139,7 +139,8 @@ def test_fail_on_unhealthy_false_reports_without_failing(gate_host):
     start(gate_host, {"lines": [KV_OOM], "exit": 1})
     res = run_module("ct129", "inferops.sglang.sglang_health",
                      {"unit": UNIT, "timeout": 30, "fail_on_unhealthy": False})
-    assert not res.get("failed") and res["state"] == "failed" and res["cause"] == "kv_pool_oom"
+    assert not res.get("failed") and res["state"] == "failed" and res["cause"] == "kv_pool_oom", (
+        res["reason"], res["invocation_id"], res["tail"])
 
 
 def test_check_mode_reports_without_waiting(gate_host):

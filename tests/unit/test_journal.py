@@ -16,6 +16,12 @@ def test_command_reads_the_invocation_and_systemds_lines_about_it():
     assert "--output=short-iso-precise" in cmd
 
 
+def test_command_adds_the_main_pid_of_the_unit_when_known():
+    cmd = journal_command(INV, unit="sglang.service", main_pid=4242)
+    assert cmd[-3:] == ["+", "_SYSTEMD_UNIT=sglang.service", "_PID=4242"]
+    assert journal_command(INV, unit="sglang.service", main_pid=0)[-1] == "INVOCATION_ID=" + INV
+
+
 @pytest.mark.parametrize("bad", ["", None, "abc", INV + "; rm -rf /"])
 def test_command_rejects_anything_but_an_invocation_id(bad):
     with pytest.raises(ValueError):
