@@ -239,8 +239,56 @@ def resolve(args, table):
     return args
 
 
+def read_config_file(path):
+    """SGLang's --config file: a YAML mapping. The lab hosts have no PyYAML, so this reads
+    the JSON form of YAML (what the collection writes) and flat `key: value` lines."""
+    if os.path.splitext(path)[1].lower() not in (".yaml", ".yml"):
+        raise ArgumentError("ValueError: Config file must be YAML format, got: %s" % os.path.splitext(path)[1])
+    if not os.path.exists(path):
+        raise ArgumentError("ValueError: Config file not found: %s" % path)
+    with open(path) as fh:
+        text = fh.read()
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError:
+        data = {}
+        for line in text.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and not line.lstrip().startswith("#"):
+                data[key.strip()] = value.strip().strip("'\"")
+    if not isinstance(data, dict):
+        raise ArgumentError("ValueError: Config file must contain a dictionary at root level")
+    return data
+
+
+def merge_config(argv, table):
+    """srt/utils/server_args_config_parser.py: the file's options go first, so the command
+    line wins over the file (CLI > config > defaults)."""
+    if "--config" not in argv:
+        return argv
+    if argv.count("--config") > 1:
+        raise ArgumentError("ValueError: Multiple config files specified! Only one allowed.")
+    at = argv.index("--config")
+    if at == len(argv) - 1:
+        raise ArgumentError("ValueError: No config file specified after --config flag!")
+    store_true = {a["dest"] for a in table["actions"] if a["kind"] == "_StoreTrueAction"}
+    config_args = []
+    for key, value in read_config_file(argv[at + 1]).items():
+        name = str(key).replace("-", "_")
+        if name in store_true:
+            if value:
+                config_args.append("--" + name.replace("_", "-"))
+        else:
+            config_args += ["--" + name.replace("_", "-"), str(value)]
+    return config_args + argv[:at] + argv[at + 2:]
+
+
 def validate(argv, table):
     """(args, None) when SGLang accepts argv, else (None, SGLang's message)."""
+    try:
+        argv = merge_config(list(argv), table)
+    except ArgumentError as exc:
+        return None, str(exc)
     err = _Capture()
     try:
         old, sys.stderr = sys.stderr, err

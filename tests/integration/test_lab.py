@@ -7,6 +7,7 @@ from datetime import datetime
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils.journal import journal_command
 from tests.integration.conftest import container_ids
 from tests.integration.labhost import LabHost, labctl, podman
 
@@ -102,17 +103,16 @@ def _stamp(journal: str, needle: str) -> datetime:
 def test_fast_dying_process_lines_are_read_for_its_invocation(ct129):
     """journald sometimes cannot tag a process that died within milliseconds with its
     invocation; the reader's command must still return that invocation's lines."""
-    from ansible_collections.inferops.sglang.plugins.module_utils.journal import journal_command
     ct129.put("/etc/systemd/system/lab-fastdie.service",
               '[Service]\nExecStart=/bin/sh -c "echo FASTLINE $$$$; exit 1"\n')
     ct129.run("systemctl daemon-reload")
     untagged = 0
-    for _ in range(40):
+    for attempt in range(40):
         ct129.run("systemctl reset-failed lab-fastdie 2>/dev/null; systemctl start lab-fastdie; sleep 0.2")
         props = ct129.show("lab-fastdie.service", "InvocationID", "ExecMainPID")
         tagged = ct129.run(["journalctl", "_SYSTEMD_INVOCATION_ID=" + props["InvocationID"], "-o", "cat"]).stdout
         untagged += "FASTLINE" not in tagged
         ours = ct129.run(journal_command(props["InvocationID"], unit="lab-fastdie.service",
                                          main_pid=int(props["ExecMainPID"]))).stdout
-        assert ours.count("FASTLINE") == 1, ours
+        assert ours.count("FASTLINE") == 1, "start %d: %s" % (attempt, ours)
     print("lines journald left untagged: %d/40" % untagged)
