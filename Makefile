@@ -33,7 +33,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: lab-wheelhouse fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean
 
 help:  ## list the targets
@@ -55,7 +55,8 @@ $(STAMP): requirements.txt
 	touch $@
 
 sglang-reference: $(REF_VENV)/.ready  ## the real SGLang parser (patched), to check the stand-in against
-$(REF_VENV)/.ready: $(DDTREE_PATCHES)
+# Keyed by content (REF_KEY), not mtime: a fresh clone must reuse the cached venv.
+$(REF_VENV)/.ready: | $(DDTREE_PATCHES)
 	rm -rf $(REF_VENV).partial && python3 -m venv $(REF_VENV).partial
 	$(REF_VENV).partial/bin/pip install -q --no-deps sglang==$(SGLANG_VERSION)
 	$(REF_VENV).partial/bin/pip install -q $(REF_DEPS)
@@ -65,6 +66,16 @@ $(REF_VENV)/.ready: $(DDTREE_PATCHES)
 	# venvs hard-code their path: rebuild the entry points for the final location.
 	sed -i "s#$(REF_VENV).partial#$(REF_VENV)#g" $(REF_VENV)/bin/* 2>/dev/null || true
 	touch $@
+
+WHEELHOUSE   := build/wheelhouse
+SGLANG_WHEELS := /var/cache/inferops-sglang/wheels
+lab-wheelhouse: venv  ## wheels the lab's release builds install (SGLang + the stand-in)
+	mkdir -p $(WHEELHOUSE) $(SGLANG_WHEELS)
+	ls $(SGLANG_WHEELS)/sglang-$(SGLANG_VERSION)-*.whl >/dev/null 2>&1 || \
+	  $(BIN)/pip download -q --no-deps -d $(SGLANG_WHEELS) sglang==$(SGLANG_VERSION)
+	cp -u $(SGLANG_WHEELS)/sglang-$(SGLANG_VERSION)-*.whl $(WHEELHOUSE)/
+	rm -f $(WHEELHOUSE)/sglang_sim-*.whl
+	$(BIN)/pip wheel -q --no-deps -w $(WHEELHOUSE) ./lab
 
 lab-image: deps venv  ## build (or reuse the cached) lab host image
 	$(LAB) image
@@ -82,13 +93,13 @@ lab-reset: deps venv  ## from whatever state a previous run left: remove, then s
 lab-status: venv
 	$(LAB) status
 
-demo: lab-up  ## set up everything and deploy DDTree to ct200 in the lab
+demo: lab-up lab-wheelhouse  ## set up everything and deploy DDTree to ct200 in the lab
 	bash lab/demo.sh
 
 unit: venv  ## unit tests of the pure code
 	$(BIN)/pytest -q tests/unit
 
-integration: lab-reset  ## integration tests against the lab (real systemd, journald, HTTP)
+integration: lab-reset lab-wheelhouse  ## integration tests against the lab (real systemd, journald, HTTP)
 	$(BIN)/pytest -q tests/integration
 
 fidelity: venv sglang-reference  ## the stand-in's parser against the real SGLang parser

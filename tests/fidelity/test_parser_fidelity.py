@@ -92,7 +92,8 @@ def reference_python() -> str:
 
 @pytest.fixture(scope="module")
 def reference_verdicts():
-    proc = subprocess.run([reference_python(), str(REPO / "lab" / "tools" / "reference_verdicts.py")],
+    proc = subprocess.run([reference_python(), str(REPO / "roles" / "sglang_service" / "files" / "validate_server_args.py"),
+                           "--batch"],
                           input=json.dumps(CORPUS), capture_output=True, text=True, check=True)
     return json.loads(proc.stdout)
 

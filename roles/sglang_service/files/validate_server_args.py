@@ -1,10 +1,13 @@
-"""The real SGLang parser's verdict on argvs (run in the reference venv).
+"""Does this SGLang release accept a server command line? (run with the release's Python)
 
-Reads a JSON list of argvs on stdin; prints a JSON list of {"ok": bool, "error": str}.
-The verdict is what `python -m sglang.launch_server ARGV` decides before it needs a GPU
-or the model: `prepare_server_args` (argparse and ServerArgs), then the resolution checks
-that run on a CPU, namely the speculative algorithm's name and the DFLASH/DDTREE hooks
-(with the device a GPU host resolves, cuda).
+    validate_server_args.py ARGV...     exit 0 if accepted, else 2 with SGLang's message
+    validate_server_args.py --batch     JSON list of argvs on stdin -> JSON list of verdicts
+
+The verdict is what `python -m sglang.launch_server ARGV` decides before it needs a GPU or
+the model: `prepare_server_args` (argparse and ServerArgs), then the resolution checks that
+run on a CPU, namely the speculative algorithm's name and the DFLASH/DDTREE hooks (with the
+device a GPU host resolves, cuda). The sglang_service role runs it before the running
+service is touched; `make fidelity` runs it against the lab's stand-in.
 """
 import contextlib
 import io
@@ -40,12 +43,18 @@ def verdict(argv):
     return {"ok": True, "error": ""}
 
 
-def main():
+def main(argv):
     logging.disable(logging.CRITICAL)
-    argvs = json.load(sys.stdin)
-    json.dump([verdict(argv) for argv in argvs], sys.stdout)
+    if argv[:1] == ["--batch"]:
+        json.dump([verdict(one) for one in json.load(sys.stdin)], sys.stdout)
+        return 0
+    result = verdict(argv)
+    if result["ok"] is False:
+        sys.stderr.write(result["error"] + "\n")
+        return 2
+    print("accepted" if result["ok"] else "accepted by the parser; " + result["error"])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,428 @@
+"""The stand-in for `python -m sglang.launch_server` on a lab host.
+
+Replaces exactly SGLang's GPU work: it sizes memory from the host's (fake) GPUs and the
+model's config.json, logs SGLang 0.5.23's own lines in SGLang's order, fails where SGLang
+would, and then serves SGLang's endpoints with SGLang's status codes. Every line and
+status it emits is listed with its SGLang source file in lab/MESSAGES.md.
+"""
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import memory
+
+LAB_ETC = os.environ.get("INFEROPS_LAB_ETC", "/etc/inferops-lab")
+GIB = memory.GIB
+# Stand-in timing of each start-up phase, in seconds (a lab host's sim.json overrides it).
+DEFAULT_TIMINGS = {"load_weights": 2.0, "load_draft": 0.5, "memory_pool": 0.5, "cuda_graph": 1.0,
+                   "warmup": 1.0}
+# Decode tokens/s of one request, by host class and variant. DDTree is 1.24x DFLASH on
+# RTX PRO 6000 Blackwell and 0.68x on RTX A6000, as public measurements found.
+TOKEN_RATES = {
+    "blackwell": {"NONE": 70.0, "EAGLE": 110.0, "DFLASH": 150.0, "DDTREE": 186.0},
+    "a6000": {"NONE": 30.0, "EAGLE": 45.0, "DFLASH": 62.0, "DDTREE": 42.2},
+}
+ACCEPT_LENGTHS = {"EAGLE": 2.8, "DFLASH": 5.1, "DDTREE": 6.4}
+TRACE_FRAMES = 120   # a CUDA error's C++ stack, as torch prints it
+
+
+def read_json(name, default):
+    try:
+        with open(os.path.join(LAB_ETC, name)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return default
+
+
+class Log:
+    """SGLang's log format: `[%Y-%m-%d %H:%M:%S] msg`, scheduler lines tagged TP0."""
+
+    @staticmethod
+    def line(text, rank=None):
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        prefix = "[%s TP%d] " % (stamp, rank) if rank is not None else "[%s] " % stamp
+        for i, part in enumerate(text.split("\n")):
+            sys.stdout.write((prefix if i == 0 else "") + part + "\n")
+        sys.stdout.flush()
+
+    @staticmethod
+    def raw(text):
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
+def traceback_lines(where, error, cpp_frames=0):
+    lines = ["Traceback (most recent call last):"]
+    for path, line, func in where:
+        lines.append('  File "%s", line %d, in %s' % (path, line, func))
+    lines.append(error)
+    if cpp_frames:
+        lines.append("Exception raised from c10_cuda_check_implementation at "
+                     "/pytorch/c10/cuda/CUDAException.cpp:44 (most recent call first):")
+        lines += ["frame #%d: <unknown function> + 0x%x (0x7f3a5c%06x in /opt/sglang/lib/libtorch_cuda.so)"
+                  % (i, 0x1d6a0 + 64 * i, 0x1d6a0 + 64 * i) for i in range(cpp_frames)]
+    return lines
+
+
+SCHEDULER_FRAMES = [
+    ("sglang/srt/managers/scheduler.py", 3011, "run_scheduler_process"),
+    ("sglang/srt/managers/scheduler.py", 402, "__init__"),
+    ("sglang/srt/managers/tp_worker.py", 248, "__init__"),
+    ("sglang/srt/model_executor/model_runner.py", 611, "__init__"),
+    ("sglang/srt/model_executor/model_runner.py", 901, "initialize"),
+]
+
+
+class Server:
+    def __init__(self, args, table):
+        self.args = args
+        self.table = table
+        self.gpus = read_json("gpus.json", {"gpus": [], "host_class": "unknown"})
+        self.faults = read_json("faults.json", {})
+        self.timings = dict(DEFAULT_TIMINGS, **read_json("sim.json", {}).get("timings", {}))
+        self.ready = False
+        self.stopping = False
+        self.pid = os.getpid()
+        self.plan = None
+        self.started = time.time()
+
+    # --- start-up, in SGLang's order ------------------------------------------------
+    def die(self, error_lines, cpp_frames=0, exit_code=1):
+        """A scheduler failed during init: its traceback, then the launcher's."""
+        Log.line("Scheduler hit an exception: " + "\n".join(
+            traceback_lines(SCHEDULER_FRAMES, error_lines[0], cpp_frames) + error_lines[1:]), rank=0)
+        Log.line("Received sigquit from a child process. It usually means the child failed.")
+        self.launcher_died(1)
+        sys.exit(exit_code)
+
+    @staticmethod
+    def launcher_died(code):
+        Log.raw("\n".join(traceback_lines(
+            [("sglang/launch_server.py", 52, "<module>"), ("sglang/launch_server.py", 31, "run_server"),
+             ("sglang/srt/entrypoints/http_server.py", 2911, "launch_server"),
+             ("sglang/srt/entrypoints/engine.py", 2031, "_launch_scheduler_processes")],
+            "RuntimeError: Rank 0 scheduler died during initialization (exit code: %d). If exit code is -9 "
+            "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check." % code)))
+
+    def sleep(self, phase):
+        extra = float(self.faults.get("slow_start_s", 0)) if phase == "load_weights" else 0.0
+        time.sleep(float(self.timings.get(phase, 0)) + extra)
+
+    def load_config(self, path):
+        try:
+            with open(os.path.join(path, "config.json")) as fh:
+                return json.load(fh)
+        except OSError:
+            Log.raw("\n".join(traceback_lines(
+                [("sglang/launch_server.py", 52, "<module>"),
+                 ("sglang/srt/utils/hf_transformers_utils.py", 512, "get_config"),
+                 ("transformers/configuration_utils.py", 662, "_get_config_dict")],
+                "OSError: Incorrect path_or_model_id: '%s'. Please provide either the path to a local folder "
+                "or the repo_id of a model on the Hub." % path)))
+            sys.exit(1)
+
+    def gpu_memory_mib(self):
+        gpus = self.gpus.get("gpus", [])
+        if len(gpus) < self.args.tp_size:
+            self.die(["torch.AcceleratorError: CUDA error: invalid device ordinal",
+                      "GPU device may be out of range, do you have enough GPUs?"])
+        return min(g["memory_total_mib"] - g["memory_used_mib"] for g in gpus[:self.args.tp_size])
+
+    def start(self):
+        args = self.args
+        Log.line("server_args=%r" % {k: v for k, v in sorted(vars(args).items()) if k != "api_key"})
+        target = self.load_config(args.model_path)
+        draft = self.load_config(args.speculative_draft_model_path) if args.speculative_draft_model_path else None
+        gpu_mib = self.gpu_memory_mib()
+        total = gpu_mib / 1024.0
+        Log.line("Load weight begin. avail mem=%.2f GB" % (total - 0.45), rank=0)
+        self.sleep("load_weights")
+        weights, draft_weights = memory.weights_gib(args, target, draft)
+        try:
+            self.plan = memory.plan(args, target, draft, gpu_mib)
+            failure = None
+        except memory.StartupFailure as exc:
+            failure = exc
+        Log.line("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
+                 % (self.timings["load_weights"], target["architectures"][0], total - 0.45 - weights, weights),
+                 rank=0)
+        if draft:
+            self.sleep("load_draft")
+            dw = draft_weights
+            Log.line("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
+                     % (self.timings["load_draft"], draft["architectures"][0], total - 0.45 - weights - dw, dw),
+                     rank=0)
+        self.sleep("memory_pool")
+        if self.faults.get("oom_kill") == "memory_pool":
+            self.oom_killed()
+        if failure is not None:
+            self.die(failure.lines)
+        self.log_pools(target)
+        self.capture_graphs(target)
+        Log.line("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
+                 "context_len=%d, available_gpu_mem=%.2f GB" % (
+                     self.plan["max_total_num_tokens"], args.chunked_prefill_size or 8192,
+                     args.max_prefill_tokens or 16384, self.plan["max_running_requests"],
+                     self.plan["context_length"], self.plan["headroom_gib"] - self.plan["graph_gib"]), rank=0)
+
+    def oom_killed(self):
+        """The kernel's OOM killer picks the biggest process: a TP scheduler, or the launcher."""
+        if self.faults.get("oom_kill_target") == "launcher":
+            os.kill(os.getpid(), signal.SIGKILL)
+        Log.line("Received sigquit from a child process. It usually means the child failed.")
+        self.launcher_died(-9)
+        sys.exit(1)
+
+    def log_pools(self, target):
+        plan = self.plan
+        kv_gib = plan["max_total_num_tokens"] * plan["kv_bytes_per_token"] / GIB
+        Log.line("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, K size: %.2f GB, V size: %.2f GB"
+                 % (plan["max_total_num_tokens"], kv_gib / 2, kv_gib / 2), rank=0)
+        Log.line("Memory pool end. avail mem=%.2f GB" % plan["headroom_gib"], rank=0)
+        if memory.full_attention_layers(target) < target["num_hidden_layers"]:
+            Log.line("Linear attention kernel backend: decode=triton, prefill=triton", rank=0)
+            Log.line("Using hybrid linear attention backend for hybrid GDN models.", rank=0)
+            Log.line("GDN kernel dispatcher: decode=TritonGDNKernel, extend=TritonGDNKernel, "
+                     "verify=TritonGDNKernel packed_decode=True", rank=0)
+
+    def capture_graphs(self, target):
+        args, plan = self.args, self.plan
+        if args.disable_cuda_graph:
+            return
+        name = "target verify" if args.speculative_algorithm else "target decode"
+        Log.line("Capture %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB"
+                 % (name, memory.tokens_per_verify(args), plan["headroom_gib"]), rank=0)
+        self.sleep("cuda_graph")
+        if not plan["graph_fits"]:
+            self.die(["Exception: Capture cuda graph failed: CUDA error: operation failed due to a previous "
+                      "error during capture",
+                      "Possible solutions:",
+                      "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
+                      "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)",
+                      "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. (Not recommended. "
+                      "Huge performance loss)",
+                      "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose "],
+                     cpp_frames=TRACE_FRAMES)
+        sizes = [bs for bs in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160) if bs <= plan["graph_bs"]]
+        Log.line("Capture %s CUDA graph end. bs=%s, elapsed=%.2f s, mem usage=%.2f GB, avail mem=%.2f GB."
+                 % (name, sizes, self.timings["cuda_graph"], plan["graph_gib"],
+                    plan["headroom_gib"] - plan["graph_gib"]), rank=0)
+
+    # --- serving ---------------------------------------------------------------------
+    def bind(self):
+        host, port = self.args.host, self.args.port
+        try:
+            httpd = ThreadingHTTPServer((host, port), make_handler(self))
+        except OSError as exc:
+            Log.raw("ERROR:    [Errno %d] error while attempting to bind on address ('%s', %d): %s"
+                    % (exc.errno or 98, host, port, "address already in use"))
+            sys.exit(1)
+        httpd.daemon_threads = True
+        return httpd
+
+    def warm_up(self):
+        self.sleep("warmup")
+        if self.faults.get("hang_before_ready"):
+            return
+        self.ready = True
+        Log.line("The server is fired up and ready to roll!")
+        crash = self.faults.get("crash_after_ready_s")
+        if crash is not None:
+            time.sleep(float(crash))
+            Log.line("Scheduler hit an exception: " + "\n".join(traceback_lines(
+                SCHEDULER_FRAMES[:1] + [("sglang/srt/managers/scheduler.py", 1502, "event_loop_overlap")],
+                "torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 8)), rank=0)
+            Log.line("SIGQUIT received. signum=3, frame=None. It usually means one child failed.")
+            os._exit(1)  # pylint: disable=protected-access
+
+    def serve(self):
+        httpd = self.bind()
+        Log.raw("INFO:     Started server process [%d]" % self.pid)
+        Log.raw("INFO:     Waiting for application startup.")
+        Log.raw("INFO:     Application startup complete.")
+        Log.raw("INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)" % (self.args.host, self.args.port))
+        threading.Thread(target=self.warm_up, daemon=True).start()
+
+        def on_sigterm(signum, frame):
+            Log.line("SIGTERM received. signum=%d frame=%r. Draining requests and shutting down..." % (signum, frame))
+            self.stopping = True
+            threading.Thread(target=httpd.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        httpd.serve_forever(poll_interval=0.2)
+        Log.raw("INFO:     Shutting down")
+        Log.raw("INFO:     Waiting for application shutdown.")
+        Log.raw("INFO:     Application shutdown complete.")
+        Log.raw("INFO:     Finished server process [%d]" % self.pid)
+
+    # --- what the endpoints answer -------------------------------------------------
+    def rate(self):
+        algo = self.args.speculative_algorithm or "NONE"
+        return TOKEN_RATES.get(self.gpus.get("host_class"), TOKEN_RATES["a6000"]).get(algo, 30.0)
+
+    def server_info(self):
+        info = {k: v for k, v in vars(self.args).items() if k != "api_key"}
+        info.update(version="0.5.23", max_total_num_tokens=(self.plan or {}).get("max_total_num_tokens"))
+        return info
+
+    def model_info(self):
+        return {"model_path": self.args.model_path, "tokenizer_path": self.args.model_path,
+                "is_generation": True, "preferred_sampling_params": None, "weight_version": "default",
+                "has_image_understanding": False, "has_audio_understanding": False, "model_type": "qwen3_5_text",
+                "architectures": ["Qwen3_5ForCausalLM"]}
+
+    def models(self):
+        name = self.args.served_model_name or self.args.model_path
+        card = {"id": name, "object": "model", "created": int(self.started), "owned_by": "sglang",
+                "root": self.args.model_path, "max_model_len": self.plan["context_length"]}
+        return {"object": "list", "data": [card]}
+
+    def meta_info(self, rid, prompt_tokens, completion_tokens, elapsed):
+        info = {"id": rid, "finish_reason": {"type": "length", "length": completion_tokens},
+                "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cached_tokens": 0,
+                "e2e_latency": round(elapsed, 4)}
+        accept = ACCEPT_LENGTHS.get(self.args.speculative_algorithm)
+        if accept and completion_tokens:
+            verify_ct = max(1, int(round(completion_tokens / accept)))
+            drafts = int(self.args.speculative_num_draft_tokens or 1) - 1
+            correct = completion_tokens - verify_ct
+            info.update(spec_verify_ct=verify_ct, spec_accept_length=completion_tokens / verify_ct,
+                        spec_num_correct_drafts=correct, spec_num_proposed_drafts=verify_ct * drafts,
+                        spec_accept_rate=correct / max(verify_ct * drafts, 1))
+        return info
+
+
+def make_handler(server):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *args):  # uvicorn's access log, as SGLang configures it
+            Log.raw('INFO:     %s - "%s %s HTTP/1.1" %s' % (
+                self.client_address[0], self.command, self.path.split("?")[0], args[1] if len(args) > 1 else ""))
+
+        def send_json(self, status, body):
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def authorized(self):
+            key = server.args.api_key
+            # srt/utils/auth.py: health, readiness and metrics stay open.
+            if not key or self.path.startswith(("/health", "/ready", "/metrics")):
+                return True
+            if self.headers.get("Authorization") == "Bearer " + key:
+                return True
+            self.send_json(401, {"error": "Unauthorized"})
+            return False
+
+        def do_GET(self):  # noqa: N802
+            path = self.path.split("?")[0]
+            if not self.authorized():
+                return
+            if path in ("/health", "/health_generate"):
+                if not server.ready or server.stopping:
+                    self.send_response(503)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                time.sleep(1.0)   # SGLang's handler waits a second for the detokenizer
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif path in ("/model_info", "/get_model_info"):
+                self.send_json(200, server.model_info())
+            elif path in ("/server_info", "/get_server_info"):
+                self.send_json(200, server.server_info())
+            elif path == "/v1/models":
+                self.send_json(200, server.models())
+            else:
+                self.send_json(404, {"detail": "Not Found"})
+
+        def do_POST(self):  # noqa: N802
+            path = self.path.split("?")[0]
+            if not self.authorized():
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                self.send_json(400, {"error": {"message": "Invalid JSON body", "code": 400}})
+                return
+            if not server.ready:
+                self.send_json(503, {"error": {"message": "The server is not ready.", "code": 503}})
+                return
+            if path == "/generate":
+                self.generate(body)
+            elif path == "/v1/chat/completions":
+                self.chat(body)
+            else:
+                self.send_json(404, {"detail": "Not Found"})
+
+        def tokens(self, n):
+            interval = 1.0 / server.rate()
+            for i in range(n):
+                time.sleep(interval)
+                yield " tok%d" % i
+
+        def stream_start(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+
+        def sse(self, payload):
+            text = payload if isinstance(payload, str) else json.dumps(payload)
+            self.wfile.write(("data: %s\n\n" % text).encode())
+            self.wfile.flush()
+
+        def generate(self, body):
+            params = body.get("sampling_params") or {}
+            n = int(params.get("max_new_tokens", 128))
+            prompt = len(str(body.get("text", "")).split())
+            rid, started, text = uuid.uuid4().hex, time.time(), ""
+            if body.get("stream"):
+                self.stream_start()
+                for i, tok in enumerate(self.tokens(n), 1):
+                    text += tok
+                    self.sse({"text": text, "output_ids": list(range(i)),
+                              "meta_info": server.meta_info(rid, prompt, i, time.time() - started)})
+                self.sse("[DONE]")
+                return
+            text = "".join(self.tokens(n))
+            self.send_json(200, {"text": text, "output_ids": list(range(n)),
+                                 "meta_info": server.meta_info(rid, prompt, n, time.time() - started)})
+
+        def chat(self, body):
+            n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 128)
+            prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+            rid, created = "chatcmpl-" + uuid.uuid4().hex, int(time.time())
+            model = body.get("model") or server.args.served_model_name or server.args.model_path
+            if body.get("stream"):
+                self.stream_start()
+                for tok in self.tokens(n):
+                    self.sse({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                              "choices": [{"index": 0, "delta": {"content": tok}, "finish_reason": None}]})
+                self.sse({"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+                          "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+                          "usage": {"prompt_tokens": prompt, "completion_tokens": n,
+                                    "total_tokens": prompt + n}})
+                self.sse("[DONE]")
+                return
+            text = "".join(self.tokens(n))
+            self.send_json(200, {"id": rid, "object": "chat.completion", "created": created, "model": model,
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                              "finish_reason": "length"}],
+                                 "usage": {"prompt_tokens": prompt, "completion_tokens": n,
+                                           "total_tokens": prompt + n}})
+
+    return Handler

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of deploy_lock: who is taking the lock, and is a holder still alive.
+
+The run is identified by the `ansible-playbook` process (the parent of this worker) and its
+start time, so the same run re-takes its own lock, and a holder from this controller whose
+process is gone is known to be dead, not merely old.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import getpass
+import os
+import socket
+
+from ansible.plugins.action import ActionBase
+
+MODULE = "inferops.sglang.deploy_lock"
+
+
+def process_start(pid):
+    """The kernel's start time of a process (clock ticks since boot), or None if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def run_owner(task_vars):
+    pid = os.getppid()
+    controller = socket.gethostname()
+    start = process_start(pid)
+    return {"controller": controller, "user": getpass.getuser(), "pid": pid,
+            "run_id": "%s:%d:%s" % (controller, pid, start),
+            "playbook": os.path.basename(task_vars.get("ansible_play_name") or "") or "ad-hoc"}
+
+
+def holder_is_dead(holder):
+    """True only when we can tell: the holder ran on this controller and its process is gone."""
+    if holder.get("controller") != socket.gethostname() or not holder.get("pid"):
+        return False
+    pid = int(holder["pid"])
+    return process_start(pid) is None or "%s:%d:%s" % (holder["controller"], pid, process_start(pid)) != \
+        holder.get("run_id")
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        args = dict(self._task.args)
+        args["owner"] = run_owner(task_vars)
+        answer = self._execute_module(MODULE, module_args=args, task_vars=task_vars)
+        holder = answer.get("held_by")
+        if answer.get("failed") and holder:
+            dead = holder_is_dead(holder)
+            if dead and args.get("break_stale"):
+                answer = self._execute_module(MODULE, module_args=dict(args, force=True), task_vars=task_vars)
+                answer["stale_reason"] = "its ansible-playbook process %s is gone" % holder.get("pid")
+            else:
+                answer["msg"] = describe(task_vars.get("inventory_hostname"), holder, answer.get("age"), dead,
+                                         args.get("break_stale"))
+        result.update(answer)
+        return result
+
+
+def describe(host, holder, age, dead, break_stale):
+    who = "%s@%s (ansible-playbook pid %s, %s)" % (holder.get("user"), holder.get("controller"), holder.get("pid"),
+                                                  holder.get("playbook"))
+    text = "%s is locked by another deploy: %s since %s (%s s ago)." % (host, who, holder.get("since"), age)
+    if dead:
+        return text + " That process is gone: the lock is stale. Re-run with -e gpu_preflight_break_lock=true " \
+                      "to break it."
+    if break_stale:
+        return text + " It is still running (or ran on another controller and is younger than max_age): " \
+                      "not breaking a live lock."
+    return text + " Wait for it to finish; if it is dead, re-run with -e gpu_preflight_break_lock=true."

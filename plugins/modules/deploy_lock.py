@@ -1,0 +1,160 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: deploy_lock
+short_description: Take or release a host's deploy lock
+version_added: "0.1.0"
+description:
+  - One deploy at a time per host. The lock is a file created atomically; it records who
+    holds it (controller, user, the C(ansible-playbook) process, playbook, time).
+  - A second deploy fails at once, naming the holder. The action plugin of the same name
+    fills in O(owner) and tells a stale lock (its holder's process is gone on this controller,
+    or it is older than O(max_age)) from a live one; a stale lock is broken only when asked.
+  - Taking and releasing the lock report C(changed=false) - the lock lives only for the
+    run and is not configuration.
+author:
+  - inferops maintainers (@inferops)
+options:
+  path:
+    description: The lock file.
+    type: path
+    default: /run/inferops-sglang/deploy.lock
+  state:
+    description: V(present) takes the lock, V(absent) releases it (only if this run holds it).
+    type: str
+    choices: [present, absent]
+    default: present
+  owner:
+    description:
+      - Who takes the lock; set by the action plugin. V(run_id) identifies one playbook run.
+    type: dict
+    required: true
+  force:
+    description: Take (or remove) the lock even if another run holds it.
+    type: bool
+    default: false
+  max_age:
+    description: Seconds after which a held lock counts as stale.
+    type: int
+    default: 7200
+  break_stale:
+    description: Break a lock the action plugin found stale. A live lock is never broken.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Takes and releases the lock in check mode too, so a check run cannot overlap a deploy.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+seealso:
+  - module: inferops.sglang.gpu_facts
+"""
+
+EXAMPLES = r"""
+- name: Take the deploy lock
+  inferops.sglang.deploy_lock:
+    break_stale: "{{ gpu_preflight_break_lock }}"
+
+- name: Release it
+  inferops.sglang.deploy_lock:
+    state: absent
+"""
+
+RETURN = r"""
+held_by:
+  description: The lock's holder when it could not be taken (or was broken).
+  returned: when another run holds or held the lock
+  type: dict
+  sample: {controller: ctl, user: alice, pid: 4242, playbook: deploy_ddtree.yml, since: "2026-11-30T18:00:00Z"}
+age:
+  description: Seconds since the holder took the lock.
+  returned: when another run holds or held the lock
+  type: float
+broken:
+  description: Whether this call broke another run's lock.
+  returned: always
+  type: bool
+elapsed:
+  description: Seconds the module took.
+  returned: always
+  type: float
+"""
+
+import datetime
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def read_lock(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {"run_id": None, "unreadable": True}
+
+
+def write_lock(path, owner, exclusive):
+    record = dict(owner, since=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  taken=time.time())
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(record, fh)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", default="/run/inferops-sglang/deploy.lock"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            owner=dict(type="dict", required=True),
+            force=dict(type="bool", default=False),
+            max_age=dict(type="int", default=7200),
+            break_stale=dict(type="bool", default=False),
+        ),
+        supports_check_mode=True,
+    )
+    started = time.monotonic()
+    path, owner = module.params["path"], module.params["owner"]
+
+    def done(**kw):
+        module.exit_json(changed=False, elapsed=round(time.monotonic() - started, 3), **kw)
+
+    if module.params["state"] == "absent":
+        holder = read_lock(path) if os.path.exists(path) else None
+        if holder is not None and (holder.get("run_id") == owner.get("run_id") or module.params["force"]):
+            os.unlink(path)
+        done(broken=False)
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        write_lock(path, owner, exclusive=True)
+        done(broken=False)
+    except FileExistsError:
+        pass
+    holder = read_lock(path)
+    age = time.time() - float(holder.get("taken") or 0)
+    if holder.get("run_id") == owner.get("run_id"):
+        done(broken=False)
+    if module.params["force"] or (module.params["break_stale"] and age > module.params["max_age"]):
+        write_lock(path, owner, exclusive=False)
+        done(broken=True, held_by=holder, age=round(age, 1))
+    module.fail_json(msg="locked by another deploy", held_by=holder, age=round(age, 1), broken=False,
+                     elapsed=round(time.monotonic() - started, 3))
+
+
+if __name__ == "__main__":
+    main()
