@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# `make demo`, after the lab is up: deploy DDTree to ct200 in the lab and show the result.
+# `make demo`, once the lab is up: deploy DDTree to ct200 in the lab and show the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PLAYBOOK=playbooks/deploy_ddtree.yml
-if [ ! -f "$PLAYBOOK" ]; then
-  echo "demo: the lab is up ($(.venv/bin/python lab/labctl.py status | wc -l) hosts)."
-  echo "demo: $PLAYBOOK does not exist yet; it would deploy DDTree to ct200 (blackwell, 8 GPUs)."
-  exit 0
-fi
-.venv/bin/ansible-playbook -i inventory/lab "$PLAYBOOK" -l ct200
+echo "demo: ansible-playbook -i inventory/lab playbooks/deploy_ddtree.yml -l ct200"
+rc=0
+.venv/bin/ansible-playbook -i inventory/lab playbooks/deploy_ddtree.yml -l ct200 || rc=$?
+echo
+echo "== result (reports/ct200/latest.txt) =="
+cat reports/ct200/latest.txt
+echo
+.venv/bin/ansible-playbook -i inventory/lab playbooks/status.yml -l ct200 | grep -E '"msg"|msg:' || true
+exit "$rc"

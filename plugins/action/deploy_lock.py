@@ -70,8 +70,8 @@ class ActionModule(ActionBase):
 
 
 def describe(host, holder, age, dead, break_stale):
-    who = "%s@%s (ansible-playbook pid %s, %s)" % (holder.get("user"), holder.get("controller"), holder.get("pid"),
-                                                  holder.get("playbook"))
+    who = "%s@%s (ansible-playbook pid %s, %s)" % (
+        holder.get("user"), holder.get("controller"), holder.get("pid"), holder.get("playbook"))
     text = "%s is locked by another deploy: %s since %s (%s s ago)." % (host, who, holder.get("since"), age)
     if dead:
         return text + " That process is gone: the lock is stale. Re-run with -e gpu_preflight_break_lock=true " \
