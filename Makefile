@@ -73,7 +73,9 @@ lab-wheelhouse: venv  ## wheels the lab's release builds install (SGLang + the s
 	mkdir -p $(WHEELHOUSE) $(SGLANG_WHEELS)
 	ls $(SGLANG_WHEELS)/sglang-$(SGLANG_VERSION)-*.whl >/dev/null 2>&1 || \
 	  $(BIN)/pip download -q --no-deps -d $(SGLANG_WHEELS) sglang==$(SGLANG_VERSION)
-	cp -u $(SGLANG_WHEELS)/sglang-$(SGLANG_VERSION)-*.whl $(WHEELHOUSE)/
+	ls $(SGLANG_WHEELS)/setuptools-*.whl >/dev/null 2>&1 || \
+	  $(BIN)/pip download -q --no-deps --only-binary=:all: -d $(SGLANG_WHEELS) 'setuptools>=70' wheel
+	cp -u $(SGLANG_WHEELS)/*.whl $(WHEELHOUSE)/
 	rm -f $(WHEELHOUSE)/sglang_sim-*.whl
 	$(BIN)/pip wheel -q --no-deps -w $(WHEELHOUSE) ./lab
 

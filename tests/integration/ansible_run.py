@@ -38,8 +38,11 @@ def run_module(host: str, module: str, args: dict, check: bool = False) -> dict:
 
 
 def run_playbook(playbook: str, limit: str | None = None, extra_vars: dict | None = None,
-                 json_output: bool = False, inventory: str = LAB_INVENTORY) -> subprocess.CompletedProcess:
+                 json_output: bool = False, inventory: str = LAB_INVENTORY,
+                 check_diff: bool = False) -> subprocess.CompletedProcess:
     cmd = [str(BIN / "ansible-playbook"), "-i", inventory, playbook]
+    if check_diff:
+        cmd += ["--check", "--diff"]
     if limit:
         cmd += ["-l", limit]
     if extra_vars:

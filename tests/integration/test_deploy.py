@@ -1,0 +1,238 @@
+"""The playbooks against the lab, as an operator runs them: the seed story, a kept DDTree
+deploy, idempotence, check mode, the deploy lock, a patch that does not apply, the git
+source, rollback.yml and bad input."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.ansible_run import REPO, run_playbook
+
+UNIT = "/etc/systemd/system/sglang.service"
+
+
+def reset_service(host):
+    """A host with no SGLang service: unit, state and reports gone (releases are kept)."""
+    host.run("systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
+             "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang; systemctl daemon-reload; "
+             "rm -f /etc/inferops-lab/faults.json")
+    subprocess.run(["rm", "-rf", str(REPO / "reports" / host.name)], check=True)
+
+
+def report(host) -> dict:
+    return json.loads((REPO / "reports" / host.name / "latest.json").read_text())
+
+
+def invocation(host) -> str:
+    return host.show("sglang.service", "InvocationID")["InvocationID"]
+
+
+def deploy(playbook, host, **extra_vars):
+    return run_playbook("playbooks/%s.yml" % playbook, limit=host.name, extra_vars=extra_vars or None)
+
+
+def recap(proc, host) -> dict:
+    line = next(l for l in proc.stdout.splitlines() if l.startswith(host.name + " ") and "ok=" in l)
+    return dict(part.split("=") for part in line.split(":", 1)[1].split())
+
+
+def healthy(host) -> bool:
+    return host.run("python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:30000/health', "
+                    "timeout=10).status)\"", check=False).stdout.strip() == "200"
+
+
+@pytest.fixture
+def fresh(lab):
+    for host in lab.values():
+        reset_service(host)
+    yield lab
+
+
+def test_seed_story_on_ct129(fresh, ct129):
+    first = deploy("deploy_nextn", ct129)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert report(ct129)["outcome"] == "deployed" and healthy(ct129)
+    nextn_unit = ct129.run(["cat", UNIT]).stdout
+
+    failed = deploy("deploy_ddtree", ct129)
+    assert failed.returncode != 0
+    rep = report(ct129)
+    assert rep["outcome"] == "rolled_back" and rep["health"]["cause"] == "kv_pool_oom"
+    assert rep["rollback"]["state"] == "healthy"
+    for words in ("DDTREE deploy failed", "cause:    kv_pool_oom", "(now 0.88)", "rolled back to NEXTN: healthy in"):
+        assert words in failed.stdout, failed.stdout[-3000:]
+    known_good_unit = ct129.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout
+    assert known_good_unit == nextn_unit and ct129.run(["cat", UNIT]).stdout == nextn_unit
+    assert healthy(ct129)
+
+    retry = deploy("deploy_ddtree", ct129, sglang_envelope_overrides={
+        "mem_fraction_static": 0.95, "context_length": 32768, "max_running_requests": 4})
+    assert retry.returncode != 0
+    rep = report(ct129)
+    assert rep["outcome"] == "rolled_back" and rep["health"]["cause"] == "cuda_graph_failed"
+    assert not any("Capture cuda graph failed" in line for line in rep["health"]["tail"][-100:])
+    assert ct129.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout == nextn_unit
+    assert ct129.run(["cat", UNIT]).stdout == nextn_unit and healthy(ct129)
+
+
+def test_ct200_ddtree_is_kept_idempotent_and_check_mode_changes_nothing(fresh, ct200):
+    assert deploy("deploy_nextn", ct200).returncode == 0
+    kept = deploy("deploy_ddtree", ct200)
+    assert kept.returncode == 0, kept.stdout[-3000:]
+    assert report(ct200)["outcome"] == "deployed" and "--speculative-algorithm DDTREE" in ct200.run(["cat", UNIT]).stdout
+    assert json.loads(ct200.run(["cat", "/etc/sglang/known-good/meta.json"]).stdout)["variant"] == "nextn"
+
+    before = invocation(ct200)
+    again = deploy("deploy_ddtree", ct200)
+    assert again.returncode == 0 and recap(again, ct200)["changed"] == "0", again.stdout[-2000:]
+    assert invocation(ct200) == before and report(ct200)["outcome"] == "unchanged"
+
+    unit = ct200.run(["cat", UNIT]).stdout
+    check = run_playbook("playbooks/deploy.yml", limit="ct200", extra_vars={"sglang_variant": "dflash"},
+                         check_diff=True)
+    assert check.returncode == 0, check.stdout[-3000:]
+    diff = check.stdout.splitlines()
+    assert any(l.startswith("-ExecStart=") and "DDTREE" in l for l in diff), check.stdout[-3000:]
+    assert any(l.startswith("+ExecStart=") and "--speculative-algorithm DFLASH" in l for l in diff)
+    assert ct200.run(["cat", UNIT]).stdout == unit and invocation(ct200) == before
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def plant_lock(host, pid, run_id=None, age=0):
+    host.put("/run/inferops-sglang/deploy.lock", json.dumps({
+        "controller": os.uname().nodename, "user": "alice", "pid": pid, "playbook": "deploy_ddtree.yml",
+        "run_id": run_id or "%s:%d:x" % (os.uname().nodename, pid), "since": "2026-11-30T18:00:00Z",
+        "taken": time.time() - age}))
+
+
+def test_second_deploy_on_a_locked_host_is_refused_at_once(fresh, ct129):
+    holder = subprocess.Popen(["sleep", "120"])
+    try:
+        with open("/proc/%d/stat" % holder.pid) as fh:
+            start = fh.read().rsplit(")", 1)[1].split()[19]
+        plant_lock(ct129, holder.pid, run_id="%s:%d:%s" % (os.uname().nodename, holder.pid, start))
+        started = time.monotonic()
+        proc = deploy("deploy_nextn", ct129)
+        assert proc.returncode != 0 and time.monotonic() - started < 30
+        assert "ct129 is locked by another deploy: alice@" in proc.stdout
+        assert "pid %d" % holder.pid in proc.stdout and "Wait for it to finish" in proc.stdout
+        broken = deploy("deploy_nextn", ct129, gpu_preflight_break_lock=True)
+        assert broken.returncode != 0 and "not breaking a live lock" in broken.stdout
+        assert "alice" in ct129.run(["cat", "/run/inferops-sglang/deploy.lock"]).stdout, "a live lock stays"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_stale_lock_is_named_and_broken_only_when_asked(fresh, ct129):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    plant_lock(ct129, dead.pid)
+    proc = deploy("deploy_nextn", ct129)
+    assert proc.returncode != 0 and "the lock is stale" in proc.stdout
+    ok = deploy("deploy_nextn", ct129, gpu_preflight_break_lock=True)
+    assert ok.returncode == 0, ok.stdout[-3000:]
+    assert ct129.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1, "released"
+
+
+def test_patch_that_does_not_apply_changes_nothing(fresh, ct129, tmp_path):
+    assert deploy("deploy_nextn", ct129).returncode == 0
+    before, releases = invocation(ct129), ct129.run("ls /opt/sglang/releases").stdout
+    bad = tmp_path / "0003-does-not-apply.patch"
+    bad.write_text("--- a/sglang/srt/server_args.py\n+++ b/sglang/srt/server_args.py\n@@ -1,3 +1,3 @@\n"
+                   "-this line is not in server_args.py\n+so this hunk is rejected\n context\n context\n")
+    sha = sha256(bad)
+    series = [{"file": str(p), "sha256": sha256(p)}
+              for p in sorted((REPO / "files" / "patches" / "sglang-0.5.23-ddtree").glob("*.patch"))]
+    proc = deploy("deploy_nextn", ct129, sglang_build_patches=series + [{"file": str(bad), "sha256": sha}])
+    assert proc.returncode != 0
+    assert "PATCH FAILED: 002-0003-does-not-apply.patch" in proc.stdout, proc.stdout[-3000:]
+    assert "Hunk #1 FAILED" in proc.stdout and "rejected hunks" in proc.stdout
+    assert ct129.run("ls /opt/sglang/releases").stdout == releases, "no half-built release left"
+    assert invocation(ct129) == before and healthy(ct129)
+
+    wrong = deploy("deploy_nextn", ct129, sglang_build_patches=[{"file": str(bad), "sha256": "0" * 64}])
+    assert wrong.returncode != 0 and "has sha256 %s, not the listed" % sha in wrong.stdout
+
+
+def test_git_source_from_a_local_bare_repository(fresh, ct129, tmp_path):
+    ct129.run("rm -rf /srv/git /tmp/sglang-src && mkdir -p /tmp/sglang-src/python/sglang && cd /tmp/sglang-src && "
+              "printf '[build-system]\\nrequires=[\"setuptools\"]\\nbuild-backend=\"setuptools.build_meta\"\\n"
+              "[project]\\nname=\"sglang\"\\nversion=\"0.5.23\"\\n' > python/pyproject.toml && "
+              "echo '__version__ = \"0.5.23\"' > python/sglang/__init__.py && git init -q -b main && "
+              "git -c user.email=a@b -c user.name=lab add -A && git -c user.email=a@b -c user.name=lab commit -qm v && "
+              "git tag v0.5.23 && git clone -q --bare /tmp/sglang-src /srv/git/sglang.git")
+    playbook = tmp_path / "build.yml"
+    playbook.write_text("- hosts: ct129\n  gather_facts: false\n  roles:\n    - role: inferops.sglang.sglang_build\n")
+    proc = run_playbook(str(playbook), extra_vars={
+        "sglang_build_source": "git", "sglang_build_git_url": "file:///srv/git/sglang.git",
+        "sglang_build_git_ref": "v0.5.23", "sglang_build_patches": [], "sglang_build_extra_packages": [],
+        "sglang_build_pip_args": ["--no-index"], "sglang_build_keep": 5})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    rel = json.loads(ct129.run(["cat", "/opt/sglang/releases/0.5.23-e3b0c44298fc/.release.json"]).stdout)
+    assert rel["source"] == "git" and rel["patches"] == []
+    assert ct129.run(["/opt/sglang/releases/0.5.23-e3b0c44298fc/bin/python", "-c",
+                      "import sglang; print(sglang.__version__)"]).stdout.strip() == "0.5.23"
+    again = run_playbook(str(playbook), extra_vars={
+        "sglang_build_source": "git", "sglang_build_git_url": "file:///srv/git/sglang.git",
+        "sglang_build_git_ref": "v0.5.23", "sglang_build_patches": [], "sglang_build_extra_packages": [],
+        "sglang_build_pip_args": ["--no-index"], "sglang_build_keep": 5})
+    assert again.returncode == 0 and recap(again, ct129)["changed"] == "0", "re-running a build is a no-op"
+
+
+def test_rollback_playbook_is_a_no_op_on_a_healthy_known_good_and_restores_otherwise(fresh, ct129):
+    assert deploy("deploy_nextn", ct129).returncode == 0
+    # A manual bad deploy: someone edits the unit by hand to a variant that cannot fit.
+    assert deploy("deploy_ddtree", ct129).returncode != 0       # makes NEXTN the known-good
+    ct129.run("sed -i 's/--speculative-algorithm NEXTN/--speculative-algorithm DDTREE --speculative-draft-model-path "
+              "\\/models\\/Qwen3.6-27B-DFlash --speculative-ddtree-budget 64/; s/--speculative-num-draft-tokens 4/"
+              "--speculative-num-draft-tokens 16/' /etc/systemd/system/sglang.service && systemctl daemon-reload && "
+              "systemctl restart sglang.service")
+    ct129.wait_for(lambda: not healthy(ct129), 20, what="the bad unit to be unhealthy")
+    proc = run_playbook("playbooks/rollback.yml", limit="ct129")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "rolled back to the known-good service: healthy in" in proc.stdout and healthy(ct129)
+    assert ct129.run(["cat", UNIT]).stdout == ct129.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout
+
+    before = invocation(ct129)
+    again = run_playbook("playbooks/rollback.yml", limit="ct129")
+    assert again.returncode == 0 and recap(again, ct129)["changed"] == "0"
+    assert "already healthy, left alone" in again.stdout and invocation(ct129) == before
+
+
+def test_rollback_without_known_good_says_so(fresh, ct129):
+    proc = run_playbook("playbooks/rollback.yml", limit="ct129")
+    assert proc.returncode != 0 and "NO KNOWN-GOOD SERVICE" in proc.stdout
+
+
+@pytest.mark.parametrize("extra, words", [
+    ({"sglang_variant": "medusa"}, "value of gpu_preflight_variant must be one of: nextn, dflash, ddtree, got: medusa"),
+    ({"sglang_envelope_overrides": {"mem_fraction_static": 1.5}}, "0 < mem_fraction_static < 1 (got 1.5)"),
+    ({"sglang_envelope_overrides": {"tp_size": 4}}, "at least tp_size=4 of them"),
+    ({"sglang_variant": "dflash", "sglang_draft_model_path": ""}, "dflash needs a draft model"),
+    ({"sglang_host_class": "h100"}, "value of gpu_preflight_host_class must be one of: a6000, blackwell, got: h100"),
+    ({"sglang_envelope_overrides": {"mem_fraction_static": 0.5}}, "the envelope cannot fit: needs at least"),
+    ({"sglang_envelope_overrides": {"attention_backend": "trtllm_mha"}}, "attention_backend=trtllm_mha needs compute"),
+])
+def test_bad_input_fails_before_anything_changes(fresh, ct129, extra, words):
+    proc = deploy("deploy", ct129, **extra)
+    assert proc.returncode != 0 and words in " ".join(proc.stdout.split()), proc.stdout[-3000:]
+    assert ct129.run("test -e /etc/systemd/system/sglang.service", check=False).returncode == 1
+    assert ct129.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1
+
+
+def test_status_playbook(fresh, ct200):
+    assert deploy("deploy_nextn", ct200).returncode == 0
+    proc = run_playbook("playbooks/status.yml", limit="ct200")
+    assert proc.returncode == 0
+    assert "ct200: NEXTN from 0.5.23-" in " ".join(proc.stdout.split()) and "healthy (active/running)" in proc.stdout
+    assert "last deploy: deployed" in " ".join(proc.stdout.split())
