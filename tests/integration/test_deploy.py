@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.ansible_run import REPO, run_playbook
+from tests.integration.ansible_run import BIN, REPO, run_playbook
 
 UNIT = "/etc/systemd/system/sglang.service"
 
@@ -236,3 +236,32 @@ def test_status_playbook(fresh, ct200):
     assert proc.returncode == 0
     assert "ct200: NEXTN from 0.5.23-" in " ".join(proc.stdout.split()) and "healthy (active/running)" in proc.stdout
     assert "last deploy: deployed" in " ".join(proc.stdout.split())
+
+
+def test_failed_deploy_without_known_good_says_so_and_leaves_the_unit_stopped(fresh, ct129):
+    proc = deploy("deploy_ddtree", ct129)
+    assert proc.returncode != 0
+    assert "NO KNOWN-GOOD SERVICE EXISTED" in proc.stdout and report(ct129)["outcome"] == "rolled_back"
+    props = ct129.show("sglang.service", "ActiveState", "SubState")
+    assert props["ActiveState"] in ("inactive", "failed"), props
+    time.sleep(12)   # longer than RestartSec: a crash loop would have restarted it by now
+    assert ct129.show("sglang.service", "NRestarts", "ActiveState")["ActiveState"] in ("inactive", "failed")
+
+
+def test_playbooks_run_from_the_built_collection(fresh, ct200, tmp_path):
+    build = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", str(REPO), "--output-path",
+                            str(tmp_path)], capture_output=True, text=True, check=False)
+    assert build.returncode == 0, build.stdout + build.stderr
+    tarball = next(tmp_path.glob("inferops-sglang-*.tar.gz"))
+    install = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", str(tarball),
+                              "-p", str(tmp_path / "collections")], capture_output=True, text=True, check=False)
+    assert install.returncode == 0, install.stdout + install.stderr
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_CONFIG=os.devnull,
+               INFEROPS_REPORT_DIR=str(tmp_path / "reports"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "lab"),
+                           "inferops.sglang.deploy_ddtree", "-l", "ct200"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    installed = tmp_path / "collections" / "ansible_collections" / "inferops" / "sglang"
+    assert not (installed / "lab").exists() and not (installed / "tests").exists(), "build_ignore keeps them out"
+    assert "DDTREE deployed, healthy" in (tmp_path / "reports" / "ct200" / "latest.txt").read_text()
