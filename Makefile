@@ -129,6 +129,9 @@ molecule: lab-image  ## molecule scenarios against the lab image
 	  $(BIN)/molecule test --all; \
 	else echo "molecule: no scenarios yet"; fi
 
+bench: lab-up  ## benchmarks on the lab: prints a table, writes bench/results.md
+	$(PY) bench/bench.py
+
 test: deps venv lint sanity unit fidelity integration molecule  ## everything CI checks
 	@echo "make test: all gates passed"
 

@@ -276,7 +276,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
-    InvocationReader, stream_invocation,
+    classify_stream, stream_invocation, tail_command,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import args_from_argv
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
@@ -392,18 +392,25 @@ class Gate:
         return "starting", reason, status, prober
 
     def read_journal(self, invocation_id, state, status, timeout):
-        reader = InvocationReader(self.params["tail_lines"])
-        if invocation_id and state == "failed":
+        """Classify the whole invocation from its messages, then fetch its timestamped tail."""
+        context = dict(state=state, signal=status["signal"], timeout=timeout,
+                       args=args_from_argv(exec_start_argv(status["exec_start"])))
+        if not invocation_id:
+            return dict(classify_stream([], **context), tail=[])
+        if state == "failed":
             # A process that died at once may have lines journald has received but not yet
             # written; --sync waits for them, so the cause is not missed.
             self.module.run_command([self.journalctl, "--sync"])
-        if invocation_id:
-            # The main PID belongs to the judged invocation only while it is the current one.
-            pid = status["exec_main_pid"] if status["invocation_id"] == invocation_id else 0
-            for line in stream_invocation(invocation_id, self.journalctl, self.params["unit"], pid):
-                reader.feed(line)
-        return reader.result(state=state, signal=status["signal"], timeout=timeout,
-                             args=args_from_argv(exec_start_argv(status["exec_start"])))
+        # The main PID belongs to the judged invocation only while it is the current one.
+        pid = status["exec_main_pid"] if status["invocation_id"] == invocation_id else 0
+        result = classify_stream(stream_invocation(invocation_id, self.journalctl, self.params["unit"], pid),
+                                 **context)
+        result["tail"] = []
+        if self.params["tail_lines"] > 0:
+            rc, out, err = self.module.run_command(tail_command(
+                invocation_id, self.params["tail_lines"], self.journalctl, self.params["unit"], pid))
+            result["tail"] = out.splitlines() if rc == 0 else ["(journalctl failed: %s)" % err.strip()]
+        return result
 
 
 def describe_probe(prober):

@@ -249,19 +249,26 @@ def test_failed_deploy_without_known_good_says_so_and_leaves_the_unit_stopped(fr
 
 
 def test_playbooks_run_from_the_built_collection(fresh, ct200, tmp_path):
-    build = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", str(REPO), "--output-path",
-                            str(tmp_path)], capture_output=True, text=True, check=False)
+    # Away from the checkout and its ansible.cfg: the installed collection alone must be enough
+    # (from the checkout, ansible-galaxy would find the collection "already installed").
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"),
+               ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"), INFEROPS_REPORT_DIR=str(tmp_path / "reports"),
+               ANSIBLE_NOCOLOR="1")
+
+    def run(*argv):
+        return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, check=False)
+
+    build = run("ansible-galaxy", "collection", "build", str(REPO), "--output-path", str(tmp_path))
     assert build.returncode == 0, build.stdout + build.stderr
     tarball = next(tmp_path.glob("inferops-sglang-*.tar.gz"))
-    install = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", str(tarball),
-                              "-p", str(tmp_path / "collections")], capture_output=True, text=True, check=False)
+    install = run("ansible-galaxy", "collection", "install", "--offline", "--force", str(tarball),
+                  "-p", str(tmp_path / "collections"))
     assert install.returncode == 0, install.stdout + install.stderr
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_CONFIG=os.devnull,
-               INFEROPS_REPORT_DIR=str(tmp_path / "reports"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "lab"),
-                           "inferops.sglang.deploy_ddtree", "-l", "ct200"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:]
     installed = tmp_path / "collections" / "ansible_collections" / "inferops" / "sglang"
+    assert (installed / "playbooks" / "deploy_ddtree.yml").exists()
     assert not (installed / "lab").exists() and not (installed / "tests").exists(), "build_ignore keeps them out"
+    proc = run("ansible-playbook", "-i", str(REPO / "inventory" / "lab"), "inferops.sglang.deploy_ddtree", "-l", "ct200")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "DDTREE deployed, healthy" in (tmp_path / "reports" / "ct200" / "latest.txt").read_text()
