@@ -164,13 +164,22 @@ def test_patch_that_does_not_apply_changes_nothing(fresh, ct129, tmp_path):
     assert wrong.returncode != 0 and "has sha256 %s, not the listed" % sha in wrong.stdout
 
 
-def test_git_source_from_a_local_bare_repository(fresh, ct129, tmp_path):
-    ct129.run("rm -rf /srv/git /tmp/sglang-src && mkdir -p /tmp/sglang-src/python/sglang && cd /tmp/sglang-src && "
+def make_git_source(host):
+    host.run("rm -rf /srv/git /tmp/sglang-src && mkdir -p /tmp/sglang-src/python/sglang && cd /tmp/sglang-src && "
               "printf '[build-system]\\nrequires=[\"setuptools\"]\\nbuild-backend=\"setuptools.build_meta\"\\n"
               "[project]\\nname=\"sglang\"\\nversion=\"0.5.23\"\\n' > python/pyproject.toml && "
               "echo '__version__ = \"0.5.23\"' > python/sglang/__init__.py && git init -q -b main && "
               "git -c user.email=a@b -c user.name=lab add -A && git -c user.email=a@b -c user.name=lab commit -qm v && "
               "git tag v0.5.23 && git clone -q --bare /tmp/sglang-src /srv/git/sglang.git")
+
+
+GIT_BUILD = {"sglang_build_source": "git", "sglang_build_git_url": "file:///srv/git/sglang.git",
+             "sglang_build_git_ref": "v0.5.23", "sglang_build_patches": [], "sglang_build_extra_packages": [],
+             "sglang_build_pip_args": ["--no-index"]}
+
+
+def test_git_source_from_a_local_bare_repository(fresh, ct129, tmp_path):
+    make_git_source(ct129)
     playbook = tmp_path / "build.yml"
     playbook.write_text("- hosts: ct129\n  gather_facts: false\n  roles:\n    - role: inferops.sglang.sglang_build\n")
     proc = run_playbook(str(playbook), extra_vars={
@@ -272,3 +281,19 @@ def test_playbooks_run_from_the_built_collection(fresh, ct200, tmp_path):
     proc = run("ansible-playbook", "-i", str(REPO / "inventory" / "lab"), "inferops.sglang.deploy_ddtree", "-l", "ct200")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "DDTREE deployed, healthy" in (tmp_path / "reports" / "ct200" / "latest.txt").read_text()
+
+
+def test_old_releases_are_pruned_but_never_the_known_good_or_running_one(fresh, ct129, tmp_path):
+    make_git_source(ct129)
+    ct129.run("rm -rf /opt/sglang/releases/0.5.9* /opt/sglang/releases/.build-*")
+    playbook = tmp_path / "build.yml"
+    playbook.write_text("- hosts: ct129\n  gather_facts: false\n  roles:\n    - role: inferops.sglang.sglang_build\n")
+    ct129.put("/etc/sglang/known-good/meta.json", json.dumps({"release": "/opt/sglang/releases/0.5.90-e3b0c44298fc"}))
+    ct129.put("/etc/sglang/deployed.json", json.dumps({"release": "/opt/sglang/releases/0.5.91-e3b0c44298fc"}))
+    for version in ("0.5.90", "0.5.91", "0.5.92", "0.5.93", "0.5.94"):
+        proc = run_playbook(str(playbook), extra_vars=dict(GIT_BUILD, sglang_build_version=version, sglang_build_keep=2))
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        time.sleep(1.1)   # distinct mtimes: "newest" is by the release folder's time
+    left = set(ct129.run("ls /opt/sglang/releases").stdout.split())
+    ours = {r for r in left if r.startswith("0.5.9")}
+    assert ours == {"0.5.90-e3b0c44298fc", "0.5.91-e3b0c44298fc", "0.5.93-e3b0c44298fc", "0.5.94-e3b0c44298fc"}, left
