@@ -165,12 +165,13 @@ def test_patch_that_does_not_apply_changes_nothing(fresh, ct129, tmp_path):
 
 
 def make_git_source(host):
-    host.run("rm -rf /srv/git /tmp/sglang-src && mkdir -p /tmp/sglang-src/python/sglang && cd /tmp/sglang-src && "
-              "printf '[build-system]\\nrequires=[\"setuptools\"]\\nbuild-backend=\"setuptools.build_meta\"\\n"
-              "[project]\\nname=\"sglang\"\\nversion=\"0.5.23\"\\n' > python/pyproject.toml && "
-              "echo '__version__ = \"0.5.23\"' > python/sglang/__init__.py && git init -q -b main && "
-              "git -c user.email=a@b -c user.name=lab add -A && git -c user.email=a@b -c user.name=lab commit -qm v && "
-              "git tag v0.5.23 && git clone -q --bare /tmp/sglang-src /srv/git/sglang.git")
+    host.run(
+        "rm -rf /srv/git /tmp/sglang-src && mkdir -p /tmp/sglang-src/python/sglang && cd /tmp/sglang-src && "
+        "printf '[build-system]\\nrequires=[\"setuptools\"]\\nbuild-backend=\"setuptools.build_meta\"\\n"
+        "[project]\\nname=\"sglang\"\\nversion=\"0.5.23\"\\n' > python/pyproject.toml && "
+        "echo '__version__ = \"0.5.23\"' > python/sglang/__init__.py && git init -q -b main && "
+        "git -c user.email=a@b -c user.name=lab add -A && git -c user.email=a@b -c user.name=lab commit -qm v && "
+        "git tag v0.5.23 && git clone -q --bare /tmp/sglang-src /srv/git/sglang.git")
 
 
 GIT_BUILD = {"sglang_build_source": "git", "sglang_build_git_url": "file:///srv/git/sglang.git",
