@@ -171,11 +171,20 @@ def ensure_base() -> str:
     return name
 
 
+CURRENT_IMAGE = "localhost/inferops-lab:current"   # what molecule's platforms name
+
+
 def ensure_image() -> str:
-    """The lab image: the cached base plus the lab's own files, keyed by both."""
+    """The lab image (the cached base plus the lab's own files, keyed by both), also
+    tagged `current`."""
     name = "localhost/inferops-lab:" + image_key()
-    if image_exists(name):
-        return name
+    if not image_exists(name):
+        build_image(name)
+    podman("tag", name, CURRENT_IMAGE)
+    return name
+
+
+def build_image(name: str) -> None:
     base = ensure_base()
     with tempfile.TemporaryDirectory(prefix="lab-ctx-", dir=cache_dir()) as ctx:
         ctx_path = Path(ctx)
@@ -192,7 +201,6 @@ def ensure_image() -> str:
         print("lab: building %s" % name, flush=True)
         podman("build", "--pull=never", "-q", "-t", name, str(ctx_path))
     _prune_old_images(keep=name)
-    return name
 
 
 def _prune_old_images(keep: str) -> None:
@@ -200,7 +208,7 @@ def _prune_old_images(keep: str) -> None:
     out = podman("images", "--format", "{{.Repository}}:{{.Tag}}", "--filter",
                  "reference=" + repo, check=False).stdout.split()
     for old in out:
-        if old != keep and not _image_in_use(old):
+        if old not in (keep, CURRENT_IMAGE) and not _image_in_use(old):
             podman("rmi", old, check=False)
 
 

@@ -8,6 +8,7 @@ status it emits is listed with its SGLang source file in lab/MESSAGES.md.
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -83,13 +84,20 @@ class Server:
         self.args = args
         self.table = table
         self.gpus = read_json("gpus.json", {"gpus": [], "host_class": "unknown"})
-        self.faults = read_json("faults.json", {})
+        self.faults = self.faults_for(read_json("faults.json", {}), args.speculative_algorithm)
         self.timings = dict(DEFAULT_TIMINGS, **read_json("sim.json", {}).get("timings", {}))
         self.ready = False
         self.stopping = False
         self.pid = os.getpid()
         self.plan = None
         self.started = time.time()
+
+    @staticmethod
+    def faults_for(faults, algorithm):
+        """The host's faults, unless they name another variant ({"only_algorithm": "DFLASH"}):
+        a test can break the new variant and still roll back to a working known-good."""
+        only = faults.get("only_algorithm")
+        return faults if not only or only == (algorithm or "NONE") else {}
 
     # --- start-up, in SGLang's order ------------------------------------------------
     def die(self, error_lines, cpp_frames=0, exit_code=1):
@@ -359,6 +367,12 @@ def make_handler(server):
             if not server.ready:
                 self.send_json(503, {"error": {"message": "The server is not ready.", "code": 503}})
                 return
+            failure = server.faults.get("request_error")
+            if failure and path in ("/generate", "/v1/chat/completions"):
+                # http_server.py answers a request that raised with {"error": {"message"}}.
+                self.send_json(int(failure.get("status", 500)), {"error": {
+                    "message": failure.get("message", "Internal server error"), "code": int(failure.get("status", 500))}})
+                return
             if path == "/generate":
                 self.generate(body)
             elif path == "/v1/chat/completions":
@@ -366,10 +380,18 @@ def make_handler(server):
             else:
                 self.send_json(404, {"detail": "Not Found"})
 
+        def setup(self):
+            super().setup()
+            # uvicorn sets TCP_NODELAY; without it Nagle holds each streamed chunk for an ACK.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def tokens(self, n):
-            interval = 1.0 / server.rate()
+            # Tokens come on the GPU's clock: the HTTP work between them does not slow decoding.
+            interval, started = 1.0 / server.rate(), time.monotonic()
             for i in range(n):
-                time.sleep(interval)
+                delay = started + (i + 1) * interval - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
                 yield " tok%d" % i
 
         def stream_start(self):

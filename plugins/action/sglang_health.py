@@ -45,6 +45,11 @@ class ActionModule(ActionBase):
                 break
             args["since"] = answer["invocation_id"]
             args["baseline_restarts"] = answer["baseline_restarts"]
+            args["healthy_at"] = answer.get("healthy_at")
+            if answer.get("healthy_at") is not None:
+                display.display("  %s: %s healthy after %d s, making sure it stays up (settle %s s)" % (
+                    host, args.get("unit"), answer["healthy_at"], args.get("settle")))
+                continue
             display.display("  %s: %s still starting after %d s, phase %s (health: %s)" % (
                 host, args.get("unit"), answer.get("elapsed", 0), answer.get("phase"),
                 answer.get("http_status") or answer.get("http_error") or "not probed yet"))

@@ -73,6 +73,13 @@ RULES = (
          "the GPU ran out of memory outside the static pool: lower --mem-fraction-static (now "
          "{mem_fraction_static}) to leave activation headroom, or lower --chunked-prefill-size "
          "(now {chunked_prefill_size})"),
+    # A kernel fault in service (the DDTree/DFlash kernels are the usual suspects): torch
+    # raises it in the scheduler's event loop and the server exits.
+    Rule("cuda_error", ROOT,
+         r"CUDA error: (?!out of memory)(?:an illegal memory access|device-side assert|misaligned address|"
+         r"unspecified launch failure|an illegal instruction)",
+         "a CUDA kernel failed while serving ({speculative_algorithm} on this GPU): keep the known-good "
+         "variant on this host class and report the evidence upstream; CUDA_LAUNCH_BLOCKING=1 names the kernel"),
     # argparse (sglang.launch_server) and ServerArgs post-init checks
     Rule("bad_argument", ROOT,
          r"(?:^usage: |: error: (?:unrecognized arguments|argument |ambiguous option|the following "

@@ -106,6 +106,17 @@ options:
         against O(timeout) and in RV(elapsed).
     type: float
     default: 0
+  settle:
+    description:
+      - Seconds the unit must keep running on the same invocation after the first 200 before
+        the result is C(healthy). A crash in that window is C(failed), with the crash's cause.
+        SGLang can answer its health check and die a few seconds later on its first real batch.
+    type: float
+    default: 0
+  healthy_at:
+    description:
+      - Set by the action plugin. Seconds into the wait at which an earlier slice saw the first 200.
+    type: float
 attributes:
   check_mode:
     support: full
@@ -247,6 +258,11 @@ tail:
   returned: always
   type: list
   elements: str
+healthy_at:
+  description: Seconds into the wait at which the endpoint first answered 200 (null if it never did).
+  returned: always
+  type: float
+  sample: 5.8
 observed_at:
   description: The host's clock (epoch seconds) when the state was reached, before the journal
     was read; compare with journal timestamps to measure detection latency.
@@ -273,11 +289,11 @@ import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.urls import open_url
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
     classify_stream, stream_invocation, tail_command,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import auth_headers
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import args_from_argv
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
     FAILED, RUNNING, exec_start_argv, judge, parse_show, show_command, unit_status,
@@ -303,14 +319,7 @@ class Prober(threading.Thread):
         self.stop = threading.Event()
 
     def probe_once(self):
-        try:
-            resp = open_url(self.url, headers=self.headers, validate_certs=self.validate_certs,
-                            timeout=self.timeout, follow_redirects="none")
-            return resp.getcode(), None
-        except HTTPError as exc:
-            return exc.code, None
-        except (URLError, OSError, ValueError) as exc:
-            return None, str(getattr(exc, "reason", exc))
+        return probe(self.url, self.headers, self.validate_certs, self.timeout)
 
     def run(self):
         pause = PROBE_PAUSE_FIRST
@@ -330,6 +339,12 @@ class Gate:
         self.journalctl = module.get_bin_path("journalctl", required=True)
         # Earlier slices of the same wait count against the deadline.
         self.started = time.monotonic() - module.params["waited"]
+        self.healthy_at = module.params["healthy_at"]
+
+    def settled(self):
+        if not self.params["settle"]:
+            return ""
+        return " and kept running for %.0f s" % (self.elapsed() - self.healthy_at)
 
     def status(self):
         rc, out, err = self.module.run_command(show_command(self.params["unit"], self.systemctl))
@@ -342,10 +357,7 @@ class Gate:
         return round(time.monotonic() - self.started, 3)
 
     def headers(self):
-        headers = dict(self.params["headers"] or {})
-        if self.params["api_key"]:
-            headers["Authorization"] = "Bearer " + self.params["api_key"]
-        return headers
+        return auth_headers(self.params["headers"], self.params["api_key"])
 
     def wait(self, since, baseline):
         """(state, reason, final unit status, prober) once a verdict is reached."""
@@ -359,18 +371,23 @@ class Gate:
                 status = self.status()
                 verdict, reason = judge(status, since, baseline)
                 if verdict == FAILED:
+                    if self.healthy_at is not None:
+                        reason = "%s %.1f s after it first answered 200" % (reason, self.elapsed() - self.healthy_at)
                     return "failed", reason, status, prober
                 if verdict == RUNNING and not prober.is_alive() and prober.status is None:
                     prober.start()
-                if prober.status == 200:
-                    return "healthy", "%s answered 200" % self.params["url"], status, prober
+                if prober.status == 200 and self.healthy_at is None:
+                    self.healthy_at = self.elapsed()
+                if self.healthy_at is not None:
+                    if verdict == RUNNING and self.elapsed() - self.healthy_at >= self.params["settle"]:
+                        return "healthy", "%s answered 200%s" % (self.params["url"], self.settled()), status, prober
                 if prober.status in FINAL_HTTP:
                     return "failed", "%s answered %d: the API key was refused" % (
                         self.params["url"], prober.status), status, prober
                 now = time.monotonic()
                 if slice_end is not None and slice_end <= now < deadline:
                     return "waiting", reason, status, prober
-                if now >= deadline:
+                if now >= deadline and self.healthy_at is None:
                     return "timeout", "no 200 from %s within %d s (last: %s)" % (
                         self.params["url"], self.params["timeout"], describe_probe(prober)), status, prober
                 time.sleep(poll)
@@ -443,6 +460,8 @@ def main():
             progress_interval=dict(type="int", default=15),
             wait_slice=dict(type="float", default=0),
             waited=dict(type="float", default=0),
+            settle=dict(type="float", default=0),
+            healthy_at=dict(type="float"),
         ),
         supports_check_mode=True,
     )
@@ -476,6 +495,7 @@ def main():
         "http_status": prober.status, "http_error": prober.error, "url": params["url"],
         "phase": journal["phase"], "cause": cause, "hint": hint, "evidence": journal["evidence"],
         "tail": journal["tail"], "journal_lines": journal["lines"], "observed_at": observed_at,
+        "healthy_at": gate.healthy_at,
     }
     result = dict(facts, changed=False, ansible_facts={"sglang_health": facts})
     if state in ("failed", "timeout") and params["fail_on_unhealthy"]:

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from tests.integration.deploying import reset_service
 from tests.integration.labhost import LabHost, labctl, podman
 
 DEFAULT_HOSTS = {"ct129": "a6000", "ct200": "blackwell"}
@@ -40,3 +41,11 @@ def container_ids(label_only: bool = True) -> dict:
     if label_only:
         args += ["--filter", "label=io.inferops.lab=1"]
     return {c["Names"][0]: c["Id"] for c in json.loads(podman(*args).stdout or "[]")}
+
+
+@pytest.fixture
+def fresh(lab):
+    """The default hosts with no SGLang service (releases are kept: building one is slow)."""
+    for host in lab.values():
+        reset_service(host)
+    yield lab

@@ -1,0 +1,171 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_facts
+short_description: What an SGLang host runs now, in one call
+version_added: "0.1.0"
+description:
+  - Returns, as the C(sglang) fact, the state of the SGLang unit (systemd's view), one probe
+    of its health endpoint, the SHA-1 of the files given in O(files) (null for a missing
+    file) and the record of what was deployed (C(deployed.json)).
+  - One call instead of one per file is what lets a deploy that changes nothing finish in
+    about the time of an empty play. Never waits and never changes anything.
+author:
+  - inferops maintainers (@inferops)
+options:
+  unit:
+    description: The systemd unit.
+    type: str
+    default: sglang.service
+  url:
+    description: The health endpoint to probe once.
+    type: str
+    default: http://127.0.0.1:30000/health
+  probe_timeout:
+    description: Seconds the probe may take (SGLang's handler sleeps one second before it answers).
+    type: float
+    default: 5.0
+  validate_certs:
+    description: Verify TLS certificates when O(url) is https.
+    type: bool
+    default: true
+  files:
+    description: Files whose SHA-1 to return (the unit, its env file, a release's marker, ...).
+    type: list
+    elements: path
+    default: []
+  state_dir:
+    description: The folder of C(deployed.json) and C(known-good/).
+    type: path
+    default: /etc/sglang
+attributes:
+  check_mode:
+    support: full
+    description: Reads only.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  facts:
+    support: full
+    description: Sets C(ansible_facts.sglang).
+seealso:
+  - module: inferops.sglang.sglang_health
+"""
+
+EXAMPLES = r"""
+- name: Read the SGLang service's state
+  inferops.sglang.sglang_facts:
+    files:
+      - /etc/systemd/system/sglang.service
+      - /etc/sglang/sglang.env
+
+- name: Say what runs
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts.sglang.deployed.variant | default('nothing') }}, healthy: {{ ansible_facts.sglang.healthy }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The C(sglang) fact.
+  returned: always
+  type: dict
+  contains:
+    sglang:
+      description: The host's SGLang service.
+      type: dict
+      contains:
+        healthy:
+          description: The unit is active and running and the endpoint answered 200.
+          type: bool
+          sample: true
+        http_status:
+          description: The probe's HTTP status (null when nothing answered).
+          type: int
+          sample: 200
+        http_error:
+          description: Why nothing answered, if so.
+          type: str
+          sample: "[Errno 111] Connection refused"
+        unit:
+          description: systemd's view (active_state, sub_state, invocation_id, n_restarts, exec_main_pid, ...).
+          type: dict
+          sample: {active_state: active, sub_state: running, invocation_id: 9f2c4e, n_restarts: 0}
+        checksums:
+          description: Path -> SHA-1 (null for a missing file).
+          type: dict
+          sample: {/etc/systemd/system/sglang.service: 5b1c3d2e}
+        deployed:
+          description: The record of what was deployed (variant, release, server_args, perf), or null.
+          type: dict
+          sample: {variant: ddtree, release: /opt/sglang/releases/0.5.23-b822ed918ee1}
+        known_good:
+          description: A known-good service is kept on the host.
+          type: bool
+          sample: true
+elapsed:
+  description: Seconds the module ran.
+  returned: always
+  type: float
+  sample: 0.04
+"""
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
+from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
+    parse_show, show_command, unit_status,
+)
+
+
+def read_json(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", default="sglang.service"),
+            url=dict(type="str", default="http://127.0.0.1:30000/health"),
+            probe_timeout=dict(type="float", default=5.0),
+            validate_certs=dict(type="bool", default=True),
+            files=dict(type="list", elements="path", default=[]),
+            state_dir=dict(type="path", default="/etc/sglang"),
+        ),
+        supports_check_mode=True,
+    )
+    params, started = module.params, time.monotonic()
+    systemctl = module.get_bin_path("systemctl", required=True)
+    rc, out, err = module.run_command(show_command(params["unit"], systemctl))
+    if rc != 0:
+        module.fail_json(msg="%s: systemctl show failed (rc %d): %s" % (params["unit"], rc, err.strip()),
+                         elapsed=round(time.monotonic() - started, 3))
+    unit = unit_status(parse_show(out))
+    running = unit["active_state"] == "active" and unit["sub_state"] == "running"
+    status, error = probe(params["url"], {}, params["validate_certs"], params["probe_timeout"]) if running else (None, None)
+    facts = {
+        "unit": unit, "http_status": status, "http_error": error, "url": params["url"],
+        "healthy": running and status == 200,
+        "checksums": dict((path, module.sha1(path) if os.path.isfile(path) else None) for path in params["files"]),
+        "deployed": read_json(os.path.join(params["state_dir"], "deployed.json")),
+        "known_good": os.path.isfile(os.path.join(params["state_dir"], "known-good", params["unit"])),
+    }
+    module.exit_json(changed=False, ansible_facts={"sglang": facts}, elapsed=round(time.monotonic() - started, 3))
+
+
+if __name__ == "__main__":
+    main()

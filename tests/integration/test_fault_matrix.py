@@ -1,0 +1,223 @@
+"""The fault matrix: one test per way a deploy goes wrong. Every row asserts that the host
+ends serving a healthy server, that what ran before (unit, env, release) is byte-identical
+afterwards and is the known-good, that the recorded cause is the right one, and that the
+play's outcome is right (a rolled-back deploy fails the play).
+
+Rows not here live beside the feature they test: a patch that does not apply
+(test_deploy.py::test_patch_that_does_not_apply_changes_nothing), no known-good present
+(test_deploy.py::test_failed_deploy_without_known_good_says_so_and_leaves_the_unit_stopped)
+and the bad-input rows (test_deploy.py::test_bad_input_fails_before_anything_changes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, run_playbook
+from tests.integration.deploying import UNIT, deploy, healthy, invocation, report, reset_service
+
+KNOWN_GOOD = "/etc/sglang/known-good/"
+# Each row tries its variant again even if an earlier row rolled the same configuration back.
+RETRY = {"sglang_retry_rolled_back": True}
+
+
+def fingerprint(host) -> dict:
+    """What runs now: unit, env and secrets bytes, and the release's file list, sizes and times."""
+    unit = host.run(["cat", UNIT]).stdout
+    release = unit.split("ExecStart=", 1)[1].split("/bin/python", 1)[0]
+    files = host.run("find %s -type f -printf '%%P %%s %%T@\\n' | sort | sha256sum" % release).stdout.split()[0]
+    return {"unit": unit, "env": host.run(["cat", "/etc/sglang/sglang.env"]).stdout,
+            "secrets": host.run(["cat", "/etc/sglang/secrets.yaml"]).stdout, "release": release, "files": files}
+
+
+def assert_back_to(host, before, restarted=True):
+    """The host serves what it served before, byte for byte, and that is the known-good."""
+    after = fingerprint(host)
+    assert after == before, "what runs now differs from what ran before the deploy"
+    if restarted:
+        assert host.run(["cat", KNOWN_GOOD + "sglang.service"]).stdout == before["unit"]
+        assert host.run(["cat", KNOWN_GOOD + "sglang.env"]).stdout == before["env"]
+    assert healthy(host)
+
+
+@pytest.fixture(scope="module")
+def serving(lab):
+    """Both hosts serving NEXTN from a clean state (once per module: deploys are slow)."""
+    for host in lab.values():
+        reset_service(host)
+        proc = deploy("deploy_nextn", host)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+    return lab
+
+
+@pytest.fixture
+def nextn(serving):
+    """Before each row: NEXTN healthy, no faults, no lock; afterwards the faults are gone."""
+    for host in serving.values():
+        host.run("rm -f /etc/inferops-lab/faults.json /run/inferops-sglang/deploy.lock")
+        assert healthy(host) and "NEXTN" in host.run(["cat", UNIT]).stdout, host.name
+    yield serving
+    for host in serving.values():
+        host.run("rm -f /etc/inferops-lab/faults.json")
+
+
+def faults(host, **values):
+    host.put("/etc/inferops-lab/faults.json", json.dumps(values))
+
+
+def rolled_back(proc, host, cause):
+    rep = report(host)
+    assert proc.returncode != 0, "a rolled-back deploy fails the play"
+    assert rep["outcome"] == "rolled_back" and rep["cause"] == cause, rep["diagnosis"]
+    assert rep["rollback"]["state"] == "healthy" and "rolled back to NEXTN: healthy in" in rep["diagnosis"]
+    return rep
+
+
+@pytest.mark.parametrize("variant, overrides, cause", [
+    ("ddtree", {}, "kv_pool_oom"),
+    ("ddtree", {"mem_fraction_static": 0.6}, "hybrid_state_oom"),
+    ("ddtree", {"mem_fraction_static": 0.95, "context_length": 32768, "max_running_requests": 4}, "cuda_graph_failed"),
+], ids=["kv-pool-oom", "hybrid-state-oom", "cuda-graph-failure"])
+def test_memory_failures_on_a6000(nextn, variant, overrides, cause):
+    host = nextn["ct129"]
+    before = fingerprint(host)
+    # The preflight estimate is a lower bound; skip it so SGLang itself meets the limit.
+    proc = deploy("deploy", host, sglang_variant=variant, sglang_envelope_overrides=overrides,
+                  gpu_preflight_check_fit=False, **RETRY)
+    rep = rolled_back(proc, host, cause)
+    assert rep["health"]["state"] == "failed" and rep["health"]["evidence"], rep["health"]
+    assert_back_to(host, before)
+
+
+def test_oom_killer_signal_9(nextn):
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    faults(host, oom_kill="memory_pool", oom_kill_target="launcher", only_algorithm="DFLASH")
+    rep = rolled_back(deploy("deploy", host, sglang_variant="dflash", **RETRY), host, "oom_killed")
+    assert rep["health"]["signal"] == 9 and "OOM killer" in rep["health"]["hint"]
+    assert_back_to(host, before)
+
+
+def test_crash_five_seconds_after_ready(nextn):
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    faults(host, crash_after_ready_s=5, only_algorithm="DFLASH")
+    rep = rolled_back(deploy("deploy", host, sglang_variant="dflash", **RETRY), host, "cuda_error")
+    assert "after it first answered 200" in rep["health"]["reason"], rep["health"]["reason"]
+    assert rep["health"]["phase"] == "ready" and rep["health"]["healthy_at"] is not None
+    assert_back_to(host, before)
+
+
+def test_never_healthy_times_out(nextn):
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    faults(host, hang_before_ready=True, only_algorithm="DFLASH")
+    proc = deploy("deploy", host, sglang_variant="dflash", sglang_service_health_timeout=15, **RETRY)
+    rep = rolled_back(proc, host, "timeout")
+    assert rep["health"]["state"] == "timeout" and rep["health"]["http_status"] == 503
+    assert 15 <= rep["health"]["elapsed"] < 25
+    assert_back_to(host, before)
+
+
+def test_unknown_flag_is_caught_before_the_service_stops(nextn):
+    host = nextn["ct200"]
+    before, running = fingerprint(host), invocation(host)
+    proc = deploy("deploy", host, sglang_variant="dflash", sglang_envelope_overrides={"speculative_tree_width": 4},
+                  **RETRY)
+    rep = report(host)
+    assert proc.returncode != 0 and rep["outcome"] == "failed" and rep["cause"] == "bad_argument", rep["diagnosis"]
+    assert "the running service was not touched" in rep["diagnosis"]
+    assert "unrecognized arguments: --speculative-tree-width 4" in rep["diagnosis"]
+    assert invocation(host) == running, "no restart at all"
+    assert_back_to(host, before, restarted=False)
+
+
+def test_port_already_in_use(nextn):
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    host.run("systemd-run --unit squatter --collect python3 -m http.server 30010 --bind 127.0.0.1")
+    try:
+        host.wait_for(lambda: host.run("python3 -c \"import socket; socket.create_connection(('127.0.0.1', 30010), 1)\"",
+                                       check=False).returncode == 0, 10, what="the squatter to listen")
+        proc = deploy("deploy", host, sglang_variant="dflash", sglang_service_port=30010, **RETRY)
+        rep = rolled_back(proc, host, "port_in_use")
+        assert "(now 30010)" in rep["health"]["hint"]
+    finally:
+        host.run("systemctl stop squatter", check=False)
+    assert_back_to(host, before)
+
+
+def test_missing_draft_model_directory(nextn):
+    host = nextn["ct200"]
+    before, running = fingerprint(host), invocation(host)
+    proc = deploy("deploy", host, sglang_variant="dflash", sglang_draft_model_path="/models/not-copied-yet", **RETRY)
+    assert proc.returncode != 0
+    assert "no model at /models/not-copied-yet (no config.json there)" in " ".join(proc.stdout.split())
+    assert "Nothing was changed" in proc.stdout and invocation(host) == running
+    assert_back_to(host, before, restarted=False)
+
+
+def test_install_failure_changes_nothing(nextn):
+    host = nextn["ct200"]
+    before, running = fingerprint(host), invocation(host)
+    releases = host.run("ls /opt/sglang/releases").stdout
+    # A version the wheelhouse does not have, and the hosts have no network: pip fails.
+    proc = deploy("deploy", host, sglang_variant="dflash", sglang_build_version="0.5.24", **RETRY)
+    assert proc.returncode != 0
+    text = " ".join(proc.stdout.split())
+    assert "sglang==0.5.24" in text and "No matching distribution" in text, proc.stdout[-3000:]
+    assert host.run("ls /opt/sglang/releases").stdout == releases, "no half-built release left"
+    assert invocation(host) == running
+    assert_back_to(host, before, restarted=False)
+
+
+def spawn_deploy(host, playbook, **extra_vars):
+    cmd = [str(BIN / "ansible-playbook"), "-i", LAB_INVENTORY, "playbooks/%s.yml" % playbook, "-l", host.name,
+           "-e", json.dumps(extra_vars)]
+    return subprocess.Popen(cmd, cwd=REPO, env=_env({"ANSIBLE_STDOUT_CALLBACK": "default"}), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def test_controller_killed_right_after_the_restart(nextn):
+    host = nextn["ct200"]
+    before, running = fingerprint(host), invocation(host)
+    faults(host, oom_kill="memory_pool", oom_kill_target="scheduler", only_algorithm="DFLASH")
+    proc = spawn_deploy(host, "deploy", sglang_variant="dflash", **RETRY)
+    try:
+        host.wait_for(lambda: invocation(host) not in ("", running), 240, interval=0.2, what="the restart")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)   # the operator's laptop dies: no handler, no unlock
+        proc.wait()
+    assert "DFLASH" in host.run(["cat", UNIT]).stdout and host.run("test -e /run/inferops-sglang/deploy.lock",
+                                                                   check=False).returncode == 0
+    host.wait_for(lambda: not healthy(host), 30, what="the broken variant to fail")
+
+    again = run_playbook("playbooks/rollback.yml", limit=host.name)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "rolled back to the known-good service: healthy in" in again.stdout
+    assert host.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1, "stale lock cleared"
+    assert_back_to(host, before)
+
+
+def test_two_deploys_at_once_the_second_is_refused(nextn):
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    faults(host, oom_kill="memory_pool", oom_kill_target="scheduler", only_algorithm="DFLASH")
+    first = spawn_deploy(host, "deploy", sglang_variant="dflash", **RETRY)
+    try:
+        host.wait_for(lambda: host.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 0,
+                      120, interval=0.2, what="the first deploy's lock")
+        started = time.monotonic()
+        second = deploy("deploy", host, sglang_variant="dflash", **RETRY)
+        assert second.returncode != 0 and time.monotonic() - started < 60
+        assert "%s is locked by another deploy" % host.name in second.stdout, second.stdout[-3000:]
+    finally:
+        out, _err = first.communicate(timeout=600)
+    assert first.returncode != 0, "the first deploy went on: rolled back for its own fault"
+    assert "rolled back to NEXTN: healthy in" in out
+    assert_back_to(host, before)
