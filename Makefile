@@ -124,10 +124,11 @@ sanity: venv $(PIP_BOOTSTRAP)  ## ansible-test sanity on a copy at ansible_colle
 	  $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 --color no 2>&1 | tee $(CURDIR)/build/sanity.log
 	! grep -E '^(WARNING: Skipping|Skipping sanity test)' build/sanity.log 
 
-molecule: lab-image  ## molecule scenarios against the lab image
-	@if ls molecule/*/molecule.yml >/dev/null 2>&1; then \
-	  $(BIN)/molecule test --all; \
-	else echo "molecule: no scenarios yet"; fi
+MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml)))
+
+molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) against the lab image
+	test -n "$(MOLECULE_SCENARIOS)"
+	for s in $(MOLECULE_SCENARIOS); do $(BIN)/molecule test -s $$s; done
 
 bench: lab-up  ## benchmarks on the lab: prints a table, writes bench/results.md
 	$(PY) bench/bench.py

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -17,10 +18,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.integration.ansible_run import run_module, run_playbook  # noqa: E402
+from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa: E402
 from tests.integration.labhost import LabHost, labctl  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "5"))
+FLEET_REPS = int(os.environ.get("BENCH_FLEET_REPS", "3"))
 HOST = LabHost("ct200")
 
 
@@ -119,11 +121,178 @@ def naive_wait(retries):
         os.unlink(fh.name)
 
 
+# --- deploy-path rows: the playbooks as an operator runs them ------------------------------
+
+def reset_to_nextn(hosts, inventory=None):
+    """Hosts serving NEXTN from a clean state (releases are kept: they are not what is measured)."""
+    for host in hosts:
+        host.run("systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
+                 "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang "
+                 "/etc/inferops-lab/faults.json; systemctl daemon-reload")
+    proc = playbook("playbooks/deploy_nextn.yml", [h.name for h in hosts], inventory, sglang_serial=0)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def playbook(path, names, inventory=None, **extra_vars):
+    """One ansible-playbook run, timed from outside (the operator's wall clock)."""
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "lab"), path, "-l", ",".join(names),
+           "-f", str(max(5, len(names)))]
+    if inventory:
+        cmd[2:2] = ["-i", inventory]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, env=deploy_env(), capture_output=True, text=True, check=False)
+    proc.wall = time.monotonic() - started
+    return proc
+
+
+def deploy_env():
+    return dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                CONTAINERS_CONF=str(REPO / "lab" / "containers.conf"),
+                INFEROPS_WHEELHOUSE=str(REPO / "build" / "wheelhouse"),
+                INFEROPS_REPORT_DIR=str(REPO / "build" / "bench-reports"))
+
+
+def bench_report(name):
+    return json.loads((REPO / "build" / "bench-reports" / name / "latest.json").read_text())
+
+
+def plain_restart_to_healthy(host):
+    """NEXTN's own start-up: a plain restart, timed by sglang_health (no settle)."""
+    host.run("systemctl restart sglang.service")
+    res = run_module(host.name, "inferops.sglang.sglang_health",
+                     {"unit": "sglang.service", "timeout": 120, "progress_interval": 0})
+    assert res["state"] == "healthy", res
+    return res["elapsed"]
+
+
+def bench_rollback():
+    """From the failed gate (kv-pool OOM) to NEXTN healthy, minus NEXTN's own start-up."""
+    host = LabHost("ct129")
+    reset_to_nextn([host])
+    totals, startups = [], []
+    for rep in range(REPS):  # noqa: B007
+        proc = playbook("playbooks/deploy_ddtree.yml", ["ct129"], sglang_retry_rolled_back=True)
+        rep_ = bench_report("ct129")
+        assert proc.returncode != 0 and rep_["outcome"] == "rolled_back" and rep_["cause"] == "kv_pool_oom", rep_
+        totals.append(rep_["rollback"]["observed_at"] - rep_["health"]["observed_at"])
+        startups.append(plain_restart_to_healthy(host))
+    overheads = [t - s for t, s in zip(totals, startups)]
+    return {"total": statistics.median(totals), "startup": statistics.median(startups),
+            "overhead": statistics.median(overheads), "max": max(overheads)}
+
+
+def invocation(host):
+    return host.show("sglang.service", "InvocationID")["InvocationID"]
+
+
+def bench_idempotent():
+    """deploy_ddtree.yml on a converged healthy host vs a play that only reaches the host."""
+    host = LabHost("ct200")
+    reset_to_nextn([host])
+    first = playbook("playbooks/deploy_ddtree.yml", ["ct200"])
+    assert first.returncode == 0, first.stdout[-3000:]
+    before = invocation(host)
+    with tempfile.TemporaryDirectory() as tmp:
+        ping, empty = Path(tmp) / "ping.yml", Path(tmp) / "empty.yml"
+        ping.write_text("- hosts: ct200\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n")
+        empty.write_text("- hosts: ct200\n  gather_facts: false\n  tasks: []\n")
+        runs = {"deploy": [], "ping": [], "empty": []}
+        for rep in range(REPS):  # noqa: B007
+            again = playbook("playbooks/deploy_ddtree.yml", ["ct200"])
+            assert again.returncode == 0 and " changed=0 " in again.stdout, again.stdout[-2000:]
+            runs["deploy"].append(again.wall)
+            runs["ping"].append(playbook(str(ping), ["ct200"]).wall)
+            runs["empty"].append(playbook(str(empty), ["ct200"]).wall)
+    assert invocation(host) == before, "an idempotent re-run restarted the service"
+    return {"first": first.wall, **{k: statistics.median(v) for k, v in runs.items()}}
+
+
+FLEET = ["fleet%02d" % i for i in range(1, 17)]
+ALL_ROWS = {"journal", "detection", "rollback", "idempotent", "fleet"}
+NOTES = """Notes: lab hosts are podman containers on this machine; the stand-in starts in a fixed ~5 s
+(lab/sim_defaults.json) and the deploy gate settles 7 s (inventory/lab). Every remote task costs
+about 1 s here (podman exec, no pipelining); on SSH with pipelining it is ~0.1 s. The
+failure-detection baseline waits on `/health` alone, so it cannot tell a dead unit from a slow one:
+it names no cause and ends only when its retries run out. The journal reader streams
+`journalctl -o cat` and fetches the timestamped tail separately; journalctl's RSS counts the journal
+files it maps, the reader's own stays flat. An idempotent deploy reads the host once
+(`sglang_facts`: unit, checksums, one health probe, which SGLang answers after ~1 s) and ends the
+host's play; the comparison play reaches the host once (`ping`). The fleet rows deploy without the
+performance gate: on two shared cores its load would measure the lab, not the collection.
+"""
+
+
+def fleet_inventory(path, names):
+    Path(path).write_text("sglang_hosts:\n  children:\n    blackwell:\n      hosts:\n%s" % "".join(
+        "        %s:\n" % n for n in names))
+
+
+def bench_fleet():
+    """DDTree to 1, 4, 8 and 16 Blackwell hosts at once; then a rolling deploy that stops at a failure."""
+    labctl("up", *("%s:blackwell" % n for n in FLEET))
+    hosts = [LabHost(n) for n in FLEET]
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = str(Path(tmp) / "fleet.yml")
+        fleet_inventory(inventory, FLEET)
+        started = time.monotonic()
+        reset_to_nextn(hosts, inventory)     # builds the release on every host, once
+        setup = time.monotonic() - started
+        rows = []
+        for size in (1, 4, 8, 16):
+            walls = []
+            for rep in range(FLEET_REPS):  # noqa: B007
+                names = FLEET[:size]
+                # The perf gate's load is the hosts' own work; on two shared cores it would
+                # measure the lab, not the collection, so the fleet row deploys without it.
+                proc = playbook("playbooks/deploy_ddtree.yml", names, inventory, sglang_serial=0,
+                                sglang_perf_gate={"enabled": False})
+                assert proc.returncode == 0, proc.stdout[-3000:]
+                walls.append(proc.wall)
+                back = playbook("playbooks/rollback.yml", names, inventory)
+                assert back.returncode == 0, back.stdout[-3000:]
+            rows.append({"hosts": size, "wall": statistics.median(walls)})
+        rolling = bench_rolling(hosts[:4], inventory)
+    labctl_down_fleet()
+    return {"setup": setup, "rows": rows, "rolling": rolling}
+
+
+def bench_rolling(hosts, inventory):
+    """serial [1, 50%], max_fail_percentage 0, the second host broken: the last batch must not start."""
+    names = [h.name for h in hosts]
+    hosts[1].put("/etc/inferops-lab/faults.json", json.dumps(
+        {"oom_kill": "memory_pool", "oom_kill_target": "scheduler", "only_algorithm": "DDTREE"}))
+    untouched = invocation(hosts[3])
+    proc = playbook("playbooks/deploy_ddtree.yml", names, inventory, sglang_serial=[1, "50%"],
+                    sglang_max_fail_percentage=0, sglang_perf_gate={"enabled": False})
+    hosts[1].run("rm -f /etc/inferops-lab/faults.json")
+    units = {h.name: h.run(["cat", "/etc/systemd/system/sglang.service"]).stdout for h in hosts}
+    healthy = {h.name: h.run("python3 -c \"import urllib.request as u; print(u.urlopen("
+                             "'http://127.0.0.1:30000/health', timeout=10).status)\"", check=False).stdout.strip() == "200"
+               for h in hosts}
+    result = {"rc": proc.returncode, "wall": proc.wall,
+              "variants": {n: ("DDTREE" if "DDTREE" in u else "NEXTN") for n, u in units.items()},
+              "last_batch_untouched": invocation(hosts[3]) == untouched, "all_healthy": all(healthy.values())}
+    assert proc.returncode != 0 and result["last_batch_untouched"] and result["all_healthy"], result
+    return result
+
+
+def labctl_down_fleet():
+    for name in FLEET:
+        subprocess.run(["podman", "rm", "-f", "-t", "0", "inferops-" + name], env=deploy_env(),
+                       capture_output=True, check=False)
+
+
 def main():
     labctl("up", "ct129:a6000", "ct200:blackwell")
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    journal = bench_journal()
-    detection = bench_detection()
+    only = set(sys.argv[1:]) or ALL_ROWS
+    journal = bench_journal() if "journal" in only else []
+    detection = bench_detection() if "detection" in only else []
+    rollback = bench_rollback() if "rollback" in only else None
+    idempotent = bench_idempotent() if "idempotent" in only else None
+    fleet = bench_fleet() if "fleet" in only else None
     lines = ["# inferops.sglang benchmarks", "",
              "%s, %d cores, lab host ct200 (podman, systemd %s), medians of %d runs. Produced by `make bench`"
              " (`python bench/bench.py`)." % (started, os.cpu_count(),
@@ -133,15 +302,41 @@ def main():
         lines.append("| failure detection, %s: journal's `Failed with result` to sglang_health's verdict | "
                      "median %.2f s, max %.2f s | naive `uri`+`until` (delay 5, retries 12): no verdict, gave up after "
                      "%.0f s; goal <= 1 s |" % (row["kind"], row["median"], row["max"], row["naive"]))
-    base = journal[0]["seconds"] / journal[0]["lines"]
+    if rollback:
+        lines.append("| rollback overhead: failed gate (kv_pool_oom) to NEXTN healthy, minus NEXTN's own start-up | "
+                     "median %.1f s (max %.1f s): %.1f s in all, of which start-up %.1f s | goal <= 10 s |" % (
+                         rollback["overhead"], rollback["max"], rollback["total"], rollback["startup"]))
+    if idempotent:
+        lines.append("| idempotent re-run of `deploy_ddtree.yml` on a converged healthy host (0 changed, same InvocationID) | "
+                     "%.1f s (first deploy %.0f s) | a play that only pings the host: %.1f s, ratio %.2fx; an empty "
+                     "play: %.1f s, ratio %.2fx; goal <= 1.5x |" % (
+                         idempotent["deploy"], idempotent["first"], idempotent["ping"],
+                         idempotent["deploy"] / idempotent["ping"], idempotent["empty"],
+                         idempotent["deploy"] / idempotent["empty"]))
+    if fleet:
+        one = fleet["rows"][0]["wall"]
+        for row in fleet["rows"]:
+            lines.append("| fleet: `deploy_ddtree.yml` to %d Blackwell host(s) at once (serial 0, forks %d) | %.1f s | "
+                         "%.2fx one host%s |" % (row["hosts"], max(5, row["hosts"]), row["wall"], row["wall"] / one,
+                                                 "; goal 8 hosts <= 1.5x" if row["hosts"] == 8 else ""))
+        roll = fleet["rolling"]
+        lines.append("| rolling deploy, serial [1, 50%%], max_fail_percentage 0, 4 hosts, host 2 broken | %.1f s; "
+                     "play failed (rc %d), last batch untouched: %s, every host healthy: %s (%s) | the remaining "
+                     "batches must not start |" % (roll["wall"], roll["rc"], roll["last_batch_untouched"],
+                                                   roll["all_healthy"], ", ".join(
+                                                       "%s %s" % kv for kv in sorted(roll["variants"].items()))))
+    base = journal[0]["seconds"] / journal[0]["lines"] if journal else 1
     for row in journal:
         lines.append("| journal classification, %s-line invocation (reader on the host) | %.3f s, reader peak RSS "
                      "%.1f MiB, journalctl %.1f MiB | %.2fx the 10k rate per line%s |" % (
                          "{:,}".format(row["lines"]), row["seconds"], row["reader_rss"], row["journalctl_rss"],
                          (row["seconds"] / row["lines"]) / base, "; goal 100k <= 1 s" if row["lines"] == 100_000 else ""))
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n\n" + NOTES
     print(text)
-    (REPO / "bench" / "results.md").write_text(text)
+    if only == ALL_ROWS:
+        (REPO / "bench" / "results.md").write_text(text)
+    else:
+        print("(only %s measured: bench/results.md left as it was)" % ", ".join(sorted(only)))
 
 
 if __name__ == "__main__":
