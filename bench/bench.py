@@ -294,9 +294,10 @@ def main():
     idempotent = bench_idempotent() if "idempotent" in only else None
     fleet = bench_fleet() if "fleet" in only else None
     lines = ["# inferops.sglang benchmarks", "",
-             "%s, %d cores, lab host ct200 (podman, systemd %s), medians of %d runs. Produced by `make bench`"
-             " (`python bench/bench.py`)." % (started, os.cpu_count(),
-                                              HOST.run("systemctl --version").stdout.split()[1], REPS), "",
+             "%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
+             "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
+             "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
+                                        REPS, FLEET_REPS, REPS, FLEET_REPS), "",
              "| measurement | result | baseline / goal |", "| --- | --- | --- |"]
     for row in detection:
         lines.append("| failure detection, %s: journal's `Failed with result` to sglang_health's verdict | "

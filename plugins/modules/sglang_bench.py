@@ -27,6 +27,8 @@ description:
   - Changes nothing on the host.
 author:
   - inferops maintainers (@inferops)
+extends_documentation_fragment:
+  - inferops.sglang.sglang_http
 options:
   url:
     description:
@@ -75,20 +77,6 @@ options:
       - Prompts to use instead of the shipped set.
     type: list
     elements: str
-  api_key:
-    description:
-      - "The server's API key, sent as C(Authorization: Bearer <key>)."
-    type: str
-  headers:
-    description:
-      - Extra HTTP headers.
-    type: dict
-    default: {}
-  validate_certs:
-    description:
-      - Verify TLS certificates when O(url) is https.
-    type: bool
-    default: true
   request_timeout:
     description:
       - Seconds one request may take.

@@ -29,6 +29,8 @@ description:
     not look frozen.
 author:
   - inferops maintainers (@inferops)
+extends_documentation_fragment:
+  - inferops.sglang.sglang_http
 options:
   unit:
     description:
@@ -52,20 +54,6 @@ options:
         answers, so values near 1 make a healthy server look flaky.
     type: float
     default: 5.0
-  api_key:
-    description:
-      - "The server's API key, sent as C(Authorization: Bearer <key>)."
-    type: str
-  headers:
-    description:
-      - Extra HTTP headers for the probe.
-    type: dict
-    default: {}
-  validate_certs:
-    description:
-      - Verify TLS certificates when O(url) is https.
-    type: bool
-    default: true
   tail_lines:
     description:
       - How many of the invocation's last journal lines to return in RV(tail).

@@ -91,6 +91,8 @@ def test_memory_failures_on_a6000(nextn, variant, overrides, cause):
                   gpu_preflight_check_fit=False, **RETRY)
     rep = rolled_back(proc, host, cause)
     assert rep["health"]["state"] == "failed" and rep["health"]["evidence"], rep["health"]
+    # The hint names the values to change, as they were.
+    assert "(now %s)" % dict({"mem_fraction_static": 0.88}, **overrides)["mem_fraction_static"] in rep["health"]["hint"]
     assert_back_to(host, before)
 
 

@@ -21,14 +21,21 @@ def inventory() -> dict:
 
 
 def hosts_in(group: str) -> list[str]:
-    def walk(node, name):
+    """The hosts of a group, wherever molecule's inventory puts it (top level or children)."""
+    found = set()
+
+    def walk(name, node):
+        node = node or {}
         if name == group:
-            return list((node or {}).get("hosts", {}))
-        found = []
-        for child_name, child in ((node or {}).get("children") or {}).items():
-            found += walk(child, child_name)
-        return found
-    return sorted(set(walk(inventory()["all"], "all")))
+            found.update(node.get("hosts") or {})
+            for child in (node.get("children") or {}).values():
+                found.update((child or {}).get("hosts") or {})
+        for child_name, child in (node.get("children") or {}).items():
+            walk(child_name, child)
+
+    for name, node in inventory().items():
+        walk(name, node)
+    return sorted(found)
 
 
 def lab_host(group: str):
