@@ -49,3 +49,5 @@ def fresh(lab):
     for host in lab.values():
         reset_service(host)
     yield lab
+    for host in lab.values():   # leave no service behind for tests that start their own
+        reset_service(host)

@@ -52,7 +52,9 @@ def serving(lab):
         reset_service(host)
         proc = deploy("deploy_nextn", host)
         assert proc.returncode == 0, proc.stdout[-3000:]
-    return lab
+    yield lab
+    for host in lab.values():
+        reset_service(host)
 
 
 @pytest.fixture

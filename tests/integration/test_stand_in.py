@@ -73,6 +73,10 @@ def http(host, path, method="GET", body=None, key=None):
 
 @pytest.fixture
 def sim(lab):
+    """Hosts whose port 30000 is free for the stand-in under test (a deploy test may have left
+    sglang.service running)."""
+    for host in lab.values():
+        host.run("systemctl stop sglang.service 2>/dev/null; true")
     yield lab
     for host in lab.values():
         host.run("systemctl stop %s sim-port-holder.service 2>/dev/null; systemctl reset-failed %s 2>/dev/null; "
