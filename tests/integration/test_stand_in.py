@@ -79,7 +79,7 @@ def sim(lab):
         host.run("systemctl stop sglang.service 2>/dev/null; true")
     yield lab
     for host in lab.values():
-        host.run("systemctl stop %s sim-port-holder.service 2>/dev/null; systemctl reset-failed %s 2>/dev/null; "
+        host.run("systemctl stop %s sim-port-holder.service 2>/dev/null; systemctl reset-failed %s sim-port-holder.service 2>/dev/null; "
                  "rm -f /etc/inferops-lab/faults.json; cp /dev/null /dev/null; true" % (UNIT, UNIT))
         host.put("/etc/inferops-lab/sim.json", (REPO / "lab" / "sim_defaults.json").read_text())
 
@@ -226,7 +226,7 @@ def test_missing_model_directory_is_a_startup_failure(sim, ct200):
 
 
 def test_port_already_in_use(sim, ct200):
-    ct200.run("systemd-run --unit sim-port-holder.service python3 -m http.server --bind 127.0.0.1 30000")
+    ct200.run("systemd-run --collect --unit sim-port-holder.service python3 -m http.server --bind 127.0.0.1 30000")
     ct200.wait_for(lambda: "30000" in ct200.run("ss -ltn").stdout, 10, what="port holder")
     start_sim(ct200, server_argv("blackwell", "nextn"))
     res = gate(ct200)
