@@ -130,7 +130,7 @@ def reset_to_nextn(hosts, inventory=None):
                  "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang "
                  "/etc/inferops-lab/faults.json; systemctl daemon-reload")
     proc = playbook("playbooks/deploy_nextn.yml", [h.name for h in hosts], inventory, sglang_serial=0)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
 
 def playbook(path, names, inventory=None, **extra_vars):
@@ -138,7 +138,7 @@ def playbook(path, names, inventory=None, **extra_vars):
     cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "lab"), path, "-l", ",".join(names),
            "-f", str(max(5, len(names)))]
     if inventory:
-        cmd[2:2] = ["-i", inventory]
+        cmd[1:1] = ["-i", inventory]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     started = time.monotonic()
@@ -284,15 +284,24 @@ def labctl_down_fleet():
                        capture_output=True, check=False)
 
 
+def progress(name, measure):
+    """Each row's raw figures as soon as they exist: a later row failing loses nothing."""
+    started = time.monotonic()
+    result = measure()
+    print("bench: %s done in %.0f s: %s" % (name, time.monotonic() - started, json.dumps(result)), file=sys.stderr,
+          flush=True)
+    return result
+
+
 def main():
     labctl("up", "ct129:a6000", "ct200:blackwell")
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     only = set(sys.argv[1:]) or ALL_ROWS
-    journal = bench_journal() if "journal" in only else []
-    detection = bench_detection() if "detection" in only else []
-    rollback = bench_rollback() if "rollback" in only else None
-    idempotent = bench_idempotent() if "idempotent" in only else None
-    fleet = bench_fleet() if "fleet" in only else None
+    journal = progress("journal", bench_journal) if "journal" in only else []
+    detection = progress("detection", bench_detection) if "detection" in only else []
+    rollback = progress("rollback", bench_rollback) if "rollback" in only else None
+    idempotent = progress("idempotent", bench_idempotent) if "idempotent" in only else None
+    fleet = progress("fleet", bench_fleet) if "fleet" in only else None
     lines = ["# inferops.sglang benchmarks", "",
              "%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
              "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
