@@ -265,7 +265,7 @@ def bench_rolling(hosts, inventory):
         {"oom_kill": "memory_pool", "oom_kill_target": "scheduler", "only_algorithm": "DDTREE"}))
     untouched = invocation(hosts[3])
     proc = playbook("playbooks/deploy_ddtree.yml", names, inventory, sglang_serial=[1, "50%"],
-                    sglang_max_fail_percentage=0, sglang_perf_gate={"enabled": False})
+                    sglang_max_fail_percentage=0, sglang_perf_gate={"enabled": False}, sglang_retry_rolled_back=True)
     hosts[1].run("rm -f /etc/inferops-lab/faults.json")
     units = {h.name: h.run(["cat", "/etc/systemd/system/sglang.service"]).stdout for h in hosts}
     healthy = {h.name: h.run("python3 -c \"import urllib.request as u; print(u.urlopen("
