@@ -15,7 +15,11 @@ version_added: "0.1.0"
 description:
   - Returns, as the C(sglang) fact, the state of the SGLang unit (systemd's view), one probe
     of its health endpoint, the SHA-1 of the files given in O(files) (null for a missing
-    file) and the record of what was deployed (C(deployed.json)).
+    file), the record of what was deployed (C(deployed.json)) and, with O(config_id), the
+    record of an earlier rollback of that configuration.
+  - The probe goes to the address C(deployed.json) records for the running server, so a
+    deploy that moves the port still asks the server that runs now; O(url) is used when
+    nothing is recorded.
   - One call instead of one per file is what lets a deploy that changes nothing finish in
     about the time of an empty play. Never waits and never changes anything.
 author:
@@ -26,7 +30,9 @@ options:
     type: str
     default: sglang.service
   url:
-    description: The health endpoint to probe once.
+    description:
+      - The health endpoint to probe once when C(deployed.json) records no address.
+      - With a record, its scheme and path are kept and the recorded host and port used.
     type: str
     default: http://127.0.0.1:30000/health
   probe_timeout:
@@ -43,9 +49,15 @@ options:
     elements: path
     default: []
   state_dir:
-    description: The folder of C(deployed.json) and C(known-good/).
+    description: The folder of C(deployed.json), C(known-good/) and C(rolled-back/).
     type: path
     default: /etc/sglang
+  config_id:
+    description:
+      - The name a deploy gives its configuration (unit, env and secrets). The record of an
+        earlier rollback of exactly that configuration, C(rolled-back/<config_id>.json), is
+        returned as C(rolled_back).
+    type: str
 attributes:
   check_mode:
     support: full
@@ -110,6 +122,14 @@ ansible_facts:
           description: A known-good service is kept on the host.
           type: bool
           sample: true
+        url:
+          description: The address probed.
+          type: str
+          sample: http://127.0.0.1:30000/health
+        rolled_back:
+          description: The record of an earlier rollback of O(config_id) (time, variant, cause), or null.
+          type: dict
+          sample: {time: "2026-11-30T10:12:00Z", variant: ddtree, cause: kv_pool_oom}
 elapsed:
   description: Seconds the module ran.
   returned: always
@@ -122,6 +142,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
     parse_show, show_command, unit_status,
@@ -136,6 +157,17 @@ def read_json(path):
         return None
 
 
+def recorded_url(url, deployed):
+    """The health URL of the server deployed.json says runs now; `url` when none is recorded."""
+    server_args = (deployed or {}).get("server_args") or {}
+    if not server_args.get("port"):
+        return url
+    parts = urlsplit(url)
+    host = str(server_args.get("host") or parts.hostname or "127.0.0.1")
+    netloc = "%s:%s" % ("[%s]" % host if ":" in host else host, server_args["port"])
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -145,6 +177,7 @@ def main():
             validate_certs=dict(type="bool", default=True),
             files=dict(type="list", elements="path", default=[]),
             state_dir=dict(type="path", default="/etc/sglang"),
+            config_id=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -156,12 +189,16 @@ def main():
                          elapsed=round(time.monotonic() - started, 3))
     unit = unit_status(parse_show(out))
     running = unit["active_state"] == "active" and unit["sub_state"] == "running"
-    status, error = probe(params["url"], {}, params["validate_certs"], params["probe_timeout"]) if running else (None, None)
+    deployed = read_json(os.path.join(params["state_dir"], "deployed.json"))
+    url = recorded_url(params["url"], deployed)
+    status, error = probe(url, {}, params["validate_certs"], params["probe_timeout"]) if running else (None, None)
     facts = {
-        "unit": unit, "http_status": status, "http_error": error, "url": params["url"],
+        "unit": unit, "http_status": status, "http_error": error, "url": url,
         "healthy": running and status == 200,
         "checksums": dict((path, module.sha1(path) if os.path.isfile(path) else None) for path in params["files"]),
-        "deployed": read_json(os.path.join(params["state_dir"], "deployed.json")),
+        "deployed": deployed,
+        "rolled_back": read_json(os.path.join(params["state_dir"], "rolled-back", params["config_id"] + ".json"))
+        if params["config_id"] else None,
         "known_good": os.path.isfile(os.path.join(params["state_dir"], "known-good", params["unit"])),
     }
     module.exit_json(changed=False, ansible_facts={"sglang": facts}, elapsed=round(time.monotonic() - started, 3))
