@@ -85,6 +85,93 @@ def sglang_fit(model_cfg, draft_cfg, envelope, gpu_memory_mib):
     return result
 
 
+def _seconds(value):
+    return round(value or 0, 1)
+
+
+def _evidence(gate):
+    """The journal line that decided the cause, else the journal's last line."""
+    matches = [e.get("match") for e in gate.get("evidence") or [] if isinstance(e, dict) and e.get("match")]
+    tail = gate.get("tail") or ["-"]
+    return str(matches[0] if matches else tail[-1]).strip()
+
+
+def _headline(host, variant, outcome, failure, gate, perf):
+    name = variant.upper()
+    if outcome == "not_retried":
+        return "%s: %s not retried: %s" % (host, name, failure)
+    if outcome == "failed":
+        return "%s: %s deploy stopped before the service was restarted: %s" % (host, variant, failure)
+    if perf.get("verdict") in ("slower_than_baseline", "bench_failed"):
+        return "%s: %s deploy rolled back: healthy in %s s but %s" % (
+            host, name, _seconds(gate.get("elapsed")),
+            "slower than the known-good" if perf["verdict"] == "slower_than_baseline" else "failing under load")
+    state = ("%s, healthy" % outcome) if gate.get("state") == "healthy" else "deploy %s" % gate.get("state", "not gated")
+    return "%s: %s %s in %s s" % (host, name, state, _seconds(gate.get("elapsed")))
+
+
+def _perf_cause(perf):
+    verdict = perf["verdict"]
+    if verdict == "bench_failed":
+        return ["cause:    bench_failed (%s)" % perf.get("error"),
+                "hint:     read the server journal: it answers health checks but fails requests"]
+    new, old = perf["new"], perf["baseline"]
+    cause = "cause:    %s (%s %s tok/s is %sx %s's %s tok/s; at least %sx required)" % (
+        verdict, perf["variant"], new["output_tokens_per_s"], perf["ratio"], old["variant"],
+        old["output_tokens_per_s"], perf["min_ratio"])
+    return [cause, "hint:     keep %s on this host class, where it is faster, or lower sglang_perf_gate.min_ratio "
+                   "to accept a slower variant" % old["variant"]]
+
+
+def _gate_cause(gate):
+    return ["cause:    %s (phase %s; %s)" % (gate["cause"], gate.get("phase"), gate.get("reason")),
+            "evidence: %s" % _evidence(gate),
+            "hint:     %s" % gate.get("hint")]
+
+
+def _speed(perf):
+    new, old = perf["new"], perf.get("baseline")
+    accept = " (accept length %s)" % new["accept_length"] if new.get("accept_length") else ""
+    if not perf.get("enabled"):
+        versus = ""
+    elif old:
+        versus = " vs %s %s tok/s (%s) = %sx (at least %sx required)" % (
+            old["variant"], old["output_tokens_per_s"], old["source"], perf["ratio"], perf["min_ratio"])
+    else:
+        versus = "; no baseline to compare with" + (": %s" % perf["baseline_error"] if perf.get("baseline_error") else "")
+    return "speed:    %s %s tok/s%s%s" % (perf["variant"], new["output_tokens_per_s"], accept, versus)
+
+
+def _rollback(rollback, known_good, unit):
+    if not known_good:
+        return ("NO KNOWN-GOOD SERVICE EXISTED: nothing to roll back to; %s is stopped and this\n"
+                "  host serves nothing until a working variant is deployed." % unit)
+    state = rollback.get("state", "not started")
+    if state == "healthy":
+        return "rolled back to %s: healthy in %s s" % (known_good, _seconds(rollback.get("elapsed")))
+    return "rolled back to %s: %s - %s: %s" % (known_good, state, rollback.get("cause", "?"), rollback.get("hint", ""))
+
+
+def sglang_diagnosis(host, variant, outcome, failure="", gate=None, perf=None, rollback=None, known_good=None,
+                     unit="sglang.service"):
+    """The text an operator reads first: what happened to the deploy, the cause with the
+    journal line that shows it and what to change, the speed, and the rollback's result.
+    `known_good` is the known-good variant's name, or None when none existed."""
+    gate, perf = gate or {}, perf or {}
+    lines = [_headline(host, variant, outcome, failure, gate, perf)]
+    if outcome in ("not_retried", "failed"):
+        return lines[0]
+    if perf.get("verdict") in ("slower_than_baseline", "bench_failed"):
+        lines += _perf_cause(perf)
+    elif gate.get("cause"):
+        lines += _gate_cause(gate)
+    if perf.get("new") and perf.get("verdict") != "bench_failed":
+        lines.append(_speed(perf))
+    if outcome == "rolled_back":
+        lines.append(_rollback(rollback or {}, known_good, unit))
+    return "\n  ".join(lines)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -93,4 +180,5 @@ class FilterModule(object):
             "sglang_release_id": sglang_release_id,
             "sglang_translate_args": sglang_translate_args,
             "sglang_fit": sglang_fit,
+            "sglang_diagnosis": sglang_diagnosis,
         }

@@ -1,0 +1,84 @@
+"""The diagnosis text of a deploy, as a data table: headline, cause, speed, rollback."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.filter.sglang import sglang_diagnosis
+
+OOM = {"state": "failed", "elapsed": 7.04, "cause": "kv_pool_oom", "phase": "memory pool", "reason": "exit-code 1",
+       "evidence": [{"match": "  RuntimeError: Not enough memory. Current value: mem_fraction_static=0.88 "}],
+       "tail": ["x"], "hint": "lower sglang_envelope_overrides.context_length (now 0.88)"}
+TIMEOUT = {"state": "timeout", "elapsed": 15, "cause": "timeout", "phase": "loading", "reason": "HTTP 503",
+           "evidence": [], "tail": ["Load weight end.  "], "hint": "raise sglang_health_timeout"}
+HEALTHY = {"state": "healthy", "elapsed": 15.23, "cause": None}
+NEW = {"output_tokens_per_s": 738.72, "accept_length": 6.4}
+DFLASH = {"variant": "DFLASH", "output_tokens_per_s": 597.42, "source": "measured"}
+KEPT = {"enabled": True, "min_ratio": 1.0, "variant": "DDTREE", "new": NEW, "ratio": 1.237, "baseline": DFLASH,
+        "verdict": "kept"}
+SLOWER = dict(KEPT, new={"output_tokens_per_s": 400.0}, ratio=0.681, verdict="slower_than_baseline")
+BENCH_FAILED = dict(KEPT, new=None, ratio=None, baseline=None, error="4 of 4 requests failed: HTTP 500",
+                    verdict="bench_failed")
+NO_BASELINE = dict(KEPT, ratio=None, baseline=None, baseline_error="connection refused", verdict="no_baseline")
+MEASURED = dict(KEPT, enabled=False, ratio=None, baseline=None, verdict="measured")
+BACK = {"state": "healthy", "elapsed": 5.71}
+OOM_LINES = ("  cause:    kv_pool_oom (phase memory pool; exit-code 1)\n"
+             "  evidence: RuntimeError: Not enough memory. Current value: mem_fraction_static=0.88\n"
+             "  hint:     lower sglang_envelope_overrides.context_length (now 0.88)\n")
+
+CASES = [
+    # (id, outcome, gate, perf, rollback, known_good, expected)
+    ("deployed", "deployed", HEALTHY, None, None, "NEXTN",
+     "ct129: DDTREE deployed, healthy in 15.2 s"),
+    ("not gated (check mode)", "check", {"skipped": True}, None, None, "NEXTN",
+     "ct129: DDTREE deploy not gated in 0 s"),
+    ("kv-pool OOM, rolled back", "rolled_back", OOM, None, BACK, "NEXTN",
+     "ct129: DDTREE deploy failed in 7.0 s\n"
+     + OOM_LINES +
+     "  rolled back to NEXTN: healthy in 5.7 s"),
+    ("timeout: the journal's last line is the evidence", "rolled_back", TIMEOUT, None, BACK, "NEXTN",
+     "ct129: DDTREE deploy timeout in 15 s\n"
+     "  cause:    timeout (phase loading; HTTP 503)\n"
+     "  evidence: Load weight end.\n"
+     "  hint:     raise sglang_health_timeout\n"
+     "  rolled back to NEXTN: healthy in 5.7 s"),
+    ("the rollback failed too", "rolled_back", OOM, None, {"state": "failed", "cause": "oom_killed", "hint": "free memory"},
+     "NEXTN",
+     "ct129: DDTREE deploy failed in 7.0 s\n"
+     + OOM_LINES +
+     "  rolled back to NEXTN: failed - oom_killed: free memory"),
+    ("no known-good", "rolled_back", OOM, None, None, None,
+     "ct129: DDTREE deploy failed in 7.0 s\n"
+     + OOM_LINES +
+     "  NO KNOWN-GOOD SERVICE EXISTED: nothing to roll back to; sglang.service is stopped and this\n"
+     "  host serves nothing until a working variant is deployed."),
+    ("kept by the performance gate", "deployed", HEALTHY, KEPT, None, "DFLASH",
+     "ct129: DDTREE deployed, healthy in 15.2 s\n"
+     "  speed:    DDTREE 738.72 tok/s (accept length 6.4) vs DFLASH 597.42 tok/s (measured) = 1.237x (at least 1.0x required)"),
+    ("slower than the known-good", "rolled_back", HEALTHY, SLOWER, BACK, "DFLASH",
+     "ct129: DDTREE deploy rolled back: healthy in 15.2 s but slower than the known-good\n"
+     "  cause:    slower_than_baseline (DDTREE 400.0 tok/s is 0.681x DFLASH's 597.42 tok/s; at least 1.0x required)\n"
+     "  hint:     keep DFLASH on this host class, where it is faster, or lower sglang_perf_gate.min_ratio to accept a slower variant\n"
+     "  speed:    DDTREE 400.0 tok/s vs DFLASH 597.42 tok/s (measured) = 0.681x (at least 1.0x required)\n"
+     "  rolled back to DFLASH: healthy in 5.7 s"),
+    ("failing under load", "rolled_back", HEALTHY, BENCH_FAILED, BACK, "DFLASH",
+     "ct129: DDTREE deploy rolled back: healthy in 15.2 s but failing under load\n"
+     "  cause:    bench_failed (4 of 4 requests failed: HTTP 500)\n"
+     "  hint:     read the server journal: it answers health checks but fails requests\n"
+     "  rolled back to DFLASH: healthy in 5.7 s"),
+    ("no baseline, with the reason", "deployed", HEALTHY, NO_BASELINE, None, "NEXTN",
+     "ct129: DDTREE deployed, healthy in 15.2 s\n"
+     "  speed:    DDTREE 738.72 tok/s (accept length 6.4); no baseline to compare with: connection refused"),
+    ("measured only (gate off)", "deployed", HEALTHY, MEASURED, None, "NEXTN",
+     "ct129: DDTREE deployed, healthy in 15.2 s\n"
+     "  speed:    DDTREE 738.72 tok/s (accept length 6.4)"),
+    ("not retried", "not_retried", None, KEPT, None, "NEXTN",
+     "ct129: DDTREE not retried: boom"),
+    ("stopped before the restart", "failed", None, KEPT, None, "NEXTN",
+     "ct129: ddtree deploy stopped before the service was restarted: boom"),
+]
+
+
+@pytest.mark.parametrize("outcome, gate, perf, rollback, known_good, expected",
+                         [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_diagnosis(outcome, gate, perf, rollback, known_good, expected):
+    assert sglang_diagnosis("ct129", "ddtree", outcome, "boom", gate, perf, rollback, known_good) == expected
