@@ -336,8 +336,10 @@ def cmd_up(specs: list[str]) -> int:
     return 0
 
 
-def cmd_down() -> int:
-    ctrs = lab_containers()
+def cmd_down(names: list[str]) -> int:
+    """Remove the named lab hosts, or all of them; never a container without the lab's label."""
+    wanted = {PREFIX + name for name in names}
+    ctrs = [ctr for ctr in lab_containers() if not wanted or ctr in wanted]
     for ctr in ctrs:
         remove_container(ctr)
     print("lab: removed %d container(s)%s" % (len(ctrs), (": " + " ".join(ctrs)) if ctrs else ""))
@@ -374,7 +376,8 @@ def main(argv: list[str]) -> int:
     sub.add_parser("image")
     up = sub.add_parser("up")
     up.add_argument("hosts", nargs="*", help="HOST[:CLASS]; default $LAB_HOSTS")
-    sub.add_parser("down")
+    down = sub.add_parser("down")
+    down.add_argument("hosts", nargs="*", help="HOST; default every lab host")
     sub.add_parser("status")
     sub.add_parser("inventory")
     gpus = sub.add_parser("gpus", help="print the GPU file for a class (for tests)")
@@ -387,10 +390,12 @@ def main(argv: list[str]) -> int:
             return 0
         if args.cmd == "up":
             return cmd_up(args.hosts)
+        if args.cmd == "down":
+            return cmd_down(args.hosts)
         if args.cmd == "gpus":
             print(json.dumps(gpu_inventory(args.cls, args.count), indent=1))
             return 0
-        return {"down": cmd_down, "status": cmd_status, "inventory": cmd_inventory}[args.cmd]()
+        return {"status": cmd_status, "inventory": cmd_inventory}[args.cmd]()
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)
         return 1
