@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import resource
 import subprocess
 import sys
 import tempfile
@@ -141,10 +142,24 @@ def playbook(path, names, inventory=None, **extra_vars):
         cmd[1:1] = ["-i", inventory]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
-    started = time.monotonic()
+    started, cpu_before, usage_before = time.monotonic(), machine_cpu(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, cwd=REPO, env=deploy_env(), capture_output=True, text=True, check=False)
     proc.wall = time.monotonic() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The controller's own CPU (ansible-playbook, its workers, their podman clients) and how busy
+    # the whole machine was: the lab's hosts share these cores with the controller.
+    proc.controller_cpu = (usage.ru_utime - usage_before.ru_utime) + (usage.ru_stime - usage_before.ru_stime)
+    busy, total = (after - before for after, before in zip(machine_cpu(), cpu_before))
+    proc.machine_busy = busy / total if total else 0.0
     return proc
+
+
+def machine_cpu():
+    """(busy, total) jiffies of all cores, from /proc/stat."""
+    with open("/proc/stat") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
 
 
 def deploy_env():
@@ -250,7 +265,7 @@ def bench_fleet():
         setup = time.monotonic() - started
         rows = []
         for size in (1, 4, 8, 16):
-            walls = []
+            walls, cpus, busy = [], [], []
             for rep in range(FLEET_REPS):  # noqa: B007
                 names = FLEET[:size]
                 # The perf gate's load is the hosts' own work; on two shared cores it would
@@ -259,9 +274,12 @@ def bench_fleet():
                                 sglang_perf_gate={"enabled": False})
                 assert proc.returncode == 0, proc.stdout[-3000:]
                 walls.append(proc.wall)
+                cpus.append(proc.controller_cpu)
+                busy.append(proc.machine_busy)
                 back = playbook("playbooks/rollback.yml", names, inventory)
                 assert back.returncode == 0, back.stdout[-3000:]
-            rows.append({"hosts": size, "wall": statistics.median(walls)})
+            rows.append({"hosts": size, "wall": statistics.median(walls), "controller_cpu": statistics.median(cpus),
+                         "machine_busy": statistics.median(busy)})
         rolling = bench_rolling(hosts[:4], inventory)
     labctl("down", *FLEET)
     return {"setup": setup, "rows": rows, "rolling": rolling}
@@ -330,9 +348,11 @@ def main():
     if fleet:
         one = fleet["rows"][0]["wall"]
         for row in fleet["rows"]:
-            lines.append("| fleet: `deploy_ddtree.yml` to %d Blackwell host(s) at once (serial 0, forks %d) | %.1f s | "
-                         "%.2fx one host%s |" % (row["hosts"], max(5, row["hosts"]), row["wall"], row["wall"] / one,
-                                                 "; goal 8 hosts <= 1.5x" if row["hosts"] == 8 else ""))
+            lines.append("| fleet: `deploy_ddtree.yml` to %d Blackwell host(s) at once (serial 0, forks %d) | %.1f s; "
+                         "controller CPU %.1f s (%.1f s per host), both cores %.0f%% busy | %.2fx one host%s |" % (
+                             row["hosts"], max(5, row["hosts"]), row["wall"], row["controller_cpu"],
+                             row["controller_cpu"] / row["hosts"], 100 * row["machine_busy"], row["wall"] / one,
+                             "; goal 8 hosts <= 1.5x" if row["hosts"] == 8 else ""))
         roll = fleet["rolling"]
         lines.append("| rolling deploy, serial [1, 50%%], max_fail_percentage 0, 4 hosts, host 2 broken | %.1f s; "
                      "play failed (rc %d), last batch untouched: %s, every host healthy: %s (%s) | the remaining "
