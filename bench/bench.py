@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile

@@ -27,5 +27,5 @@ def test_the_running_server_is_probed_where_it_was_deployed(deployed, expected):
 
 
 def test_scheme_and_path_are_kept():
-    assert recorded_url("https://10.0.0.1:1/health_generate?x=1", {"server_args": {"host": "h", "port": 2}}) \
+    assert recorded_url("https://127.0.0.1:1/health_generate?x=1", {"server_args": {"host": "h", "port": 2}}) \
         == "https://h:2/health_generate?x=1"
