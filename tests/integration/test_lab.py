@@ -2,12 +2,15 @@
 and a unit that dies after start shows exactly the failure shape the collection exists for."""
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from datetime import datetime
 
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import journal_command
+from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO
 from tests.integration.conftest import container_ids
 from tests.integration.labhost import LabHost, labctl, podman
 
@@ -69,6 +72,29 @@ def test_lab_down_removes_only_lab_containers(lab):
     for name in ("ct129", "ct200"):
         assert LabHost(name).run(["systemctl", "is-system-running"], check=False).stdout.strip() in (
             "running", "degraded")
+
+
+def test_hosts_are_reached_over_ssh_one_connection_per_host(lab, tmp_path):
+    """`labctl inventory --ssh`: production's connection (ssh, ControlPersist); every task after
+    the first rides the same connection, so two raw tasks share one sshd session process."""
+    inventory = tmp_path / "ssh.yml"
+    inventory.write_text(labctl("inventory", "--ssh").stdout)
+    playbook = tmp_path / "twice.yml"
+    playbook.write_text("- hosts: ct129,ct200\n  gather_facts: false\n  tasks:\n"
+                        "    - {ansible.builtin.raw: 'echo $(hostname) $PPID', register: first, changed_when: false}\n"
+                        "    - {ansible.builtin.raw: 'echo $(hostname) $PPID', register: second, changed_when: false}\n"
+                        "    - ansible.builtin.debug: {msg: '{{ first.stdout | trim }} {{ second.stdout | trim }}'}\n")
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", LAB_INVENTORY, "-i", str(inventory), str(playbook)],
+                          cwd=REPO, env=dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+                                             CONTAINERS_CONF=str(REPO / "lab" / "containers.conf")),
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    for name in ("ct129", "ct200"):
+        line = next(line for line in proc.stdout.splitlines() if ("msg: %s " % name) in line)
+        host1, ppid1, host2, ppid2 = line.split("msg: ")[1].split()
+        assert host1 == host2 == name
+        assert ppid1 == ppid2, "the second task opened a new connection to %s: %s" % (name, line)
+        assert "sshd" in LabHost(name).run(["ps", "-o", "args=", "-p", ppid1]).stdout
 
 
 def test_unit_that_dies_after_start_looks_active_then_failed(ct129):
