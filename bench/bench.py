@@ -1,9 +1,11 @@
 """make bench: measure what the collection promises, on the lab. Prints one table and
 writes it to bench/results.md with the date, the machine's core count and the commands.
 
-Rows so far: journal classification (10k/100k/1M-line invocations: seconds and peak
-memory of the reader on the host) and failure detection (journal's "Failed with result"
-to sglang_health's verdict) against a naive `uri` + `until` loop with `delay: 5`.
+Rows: failure detection (journal's "Failed with result" to sglang_health's verdict, beside a
+naive `uri` + `until` loop with `delay: 5`), rollback overhead, the idempotent re-run beside an
+empty, a ping and a `/health`-only play, fleet deploys to 1-16 hosts and a rolling deploy that
+stops at a failure, and journal classification of 10k/100k/1M-line invocations (seconds and
+peak memory of the reader on the host). `python bench/bench.py ROW...` measures only those rows.
 """
 from __future__ import annotations
 
