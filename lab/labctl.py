@@ -278,17 +278,19 @@ def start_host(name: str, cls: str, image: str) -> str:
     state = container_state(ctr)
     if state and state["running"] and state["image"] == image \
             and state["labels"].get(CLASS_LABEL) == cls and boot_state(ctr) in ("running", "degraded"):
-        put_file(ctr, "/root/.ssh/authorized_keys", ssh_key().with_suffix(".pub").read_text())
-        return "kept"
-    if state:
-        remove_container(ctr)
-    podman("run", "-d", "--name", ctr, "--hostname", name,
-           "--label", "%s=1" % LABEL, "--label", "%s=%s" % (CLASS_LABEL, cls),
-           "--systemd=always", "--network=none", image, "/sbin/init")
-    put_file(ctr, "/etc/inferops-lab/gpus.json", json.dumps(gpu_inventory(cls), indent=1))
-    put_file(ctr, "/etc/inferops-lab/sim.json", (LAB_DIR / "sim_defaults.json").read_text())
+        outcome = "kept"
+    else:
+        if state:
+            remove_container(ctr)
+        podman("run", "-d", "--name", ctr, "--hostname", name,
+               "--label", "%s=1" % LABEL, "--label", "%s=%s" % (CLASS_LABEL, cls),
+               "--systemd=always", "--network=none", image, "/sbin/init")
+        put_file(ctr, "/etc/inferops-lab/gpus.json", json.dumps(gpu_inventory(cls), indent=1))
+        put_file(ctr, "/etc/inferops-lab/sim.json", (LAB_DIR / "sim_defaults.json").read_text())
+        outcome = "started"
+    # A kept host gets the key too: it may predate the lab's key.
     put_file(ctr, "/root/.ssh/authorized_keys", ssh_key().with_suffix(".pub").read_text())
-    return "started"
+    return outcome
 
 
 def ssh_key() -> Path:

@@ -38,9 +38,11 @@ def run_module(host: str, module: str, args: dict, check: bool = False) -> dict:
 
 
 def run_playbook(playbook: str, limit: str | None = None, extra_vars: dict | None = None,
-                 json_output: bool = False, inventory: str = LAB_INVENTORY,
+                 json_output: bool = False, inventory: str | tuple = LAB_INVENTORY,
                  check_diff: bool = False) -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "ansible-playbook"), "-i", inventory, playbook]
+    """`inventory`: one source, or several (a later one's group variables win)."""
+    sources = (inventory,) if isinstance(inventory, str) else inventory
+    cmd = [str(BIN / "ansible-playbook"), *(arg for src in sources for arg in ("-i", src)), playbook]
     if check_diff:
         cmd += ["--check", "--diff"]
     if limit:

@@ -2,15 +2,14 @@
 and a unit that dies after start shows exactly the failure shape the collection exists for."""
 from __future__ import annotations
 
-import os
-import subprocess
+import json
 import time
 from datetime import datetime
 
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import journal_command
-from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO
+from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
 from tests.integration.conftest import container_ids
 from tests.integration.labhost import LabHost, labctl, podman
 
@@ -81,19 +80,16 @@ def test_hosts_are_reached_over_ssh_one_connection_per_host(lab, tmp_path):
     inventory.write_text(labctl("inventory", "--ssh").stdout)
     playbook = tmp_path / "twice.yml"
     playbook.write_text("- hosts: ct129,ct200\n  gather_facts: false\n  tasks:\n"
-                        "    - {ansible.builtin.raw: 'echo $(hostname) $PPID', register: first, changed_when: false}\n"
-                        "    - {ansible.builtin.raw: 'echo $(hostname) $PPID', register: second, changed_when: false}\n"
-                        "    - ansible.builtin.debug: {msg: '{{ first.stdout | trim }} {{ second.stdout | trim }}'}\n")
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", LAB_INVENTORY, "-i", str(inventory), str(playbook)],
-                          cwd=REPO, env=dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-                                             CONTAINERS_CONF=str(REPO / "lab" / "containers.conf")),
-                          capture_output=True, text=True, check=False)
+                        "    - {ansible.builtin.raw: 'echo $(hostname) $PPID', changed_when: false}\n"
+                        "    - {ansible.builtin.raw: 'echo $(hostname) $PPID', changed_when: false}\n")
+    proc = run_playbook(str(playbook), json_output=True, inventory=(LAB_INVENTORY, str(inventory)))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    first, second = (task["hosts"] for task in json.loads(proc.stdout)["plays"][0]["tasks"])
     for name in ("ct129", "ct200"):
-        line = next(line for line in proc.stdout.splitlines() if ("msg: %s " % name) in line)
-        host1, ppid1, host2, ppid2 = line.split("msg: ")[1].split()
+        host1, ppid1 = first[name]["stdout"].split()
+        host2, ppid2 = second[name]["stdout"].split()
         assert host1 == host2 == name
-        assert ppid1 == ppid2, "the second task opened a new connection to %s: %s" % (name, line)
+        assert ppid1 == ppid2, "the second task opened a new connection to %s: %s, %s" % (name, ppid1, ppid2)
         assert "sshd" in LabHost(name).run(["ps", "-o", "args=", "-p", ppid1]).stdout
 
 
