@@ -1,0 +1,297 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_state
+short_description: Keep an SGLang host's deploy records - the known-good service, what runs, what was rolled back
+version_added: "0.1.0"
+description:
+  - Manages the records a deploy keeps in O(state_dir) (C(/etc/sglang)), one operation per call.
+  - O(known_good=snapshot) makes the running service's unit, env and secrets (O(files)) and its
+    record (O(record)) the known-good service, all at once - the new snapshot is staged beside
+    the old one and swapped in with two renames, so a host that stops half-way still has a
+    complete known-good service (the older one), never a mix of the two.
+  - O(known_good=restore) puts the known-good unit, env and secrets back where the service reads
+    them (each file replaced atomically) and its record back as C(deployed.json), and returns the
+    record. With no known-good service it changes nothing and returns RV(present=false).
+  - O(config) writes the service's unit, env and secrets files (those given). With
+    O(known_good=snapshot) in the same call the snapshot is taken first, so the unit of a
+    healthy service is never replaced before it is kept.
+  - O(deployed) writes the record of what runs now (C(deployed.json)); O(rolled_back) records a
+    configuration that was rolled back, under its O(config_id), so a re-run does not crash it again.
+  - Never restarts anything (M(ansible.builtin.systemd_service) does); each write happens only when
+    the bytes, mode or owner differ.
+author:
+  - inferops maintainers (@inferops)
+options:
+  known_good:
+    description: V(snapshot) the running service as the known-good one, or V(restore) the known-good service.
+    type: str
+    choices: [snapshot, restore]
+  files:
+    description:
+      - The running service's files to snapshot (the unit, its env file and, when it has one,
+        its secrets file); they are stored under their base names.
+    type: list
+    elements: path
+  record:
+    description: The known-good service's record (C(known-good/meta.json)) for O(known_good=snapshot).
+    type: dict
+  config:
+    description:
+      - The service's files to write, each replaced atomically and only when its bytes, mode or
+        owner differ. Not with O(known_good=restore).
+    type: dict
+    suboptions:
+      unit:
+        description: The unit file's text, written to O(unit_dir)/O(unit) (root, 0644).
+        type: str
+      env:
+        description: The environment file's text, written to O(state_dir)/sglang.env (root:O(group), 0640).
+        type: str
+      secrets:
+        description: The secrets file's text, written to O(state_dir)/secrets.yaml (root:O(group), 0640); never shown.
+        type: str
+  deployed:
+    description: The record of what runs now, written as C(deployed.json).
+    type: dict
+  rolled_back:
+    description: The record of a rolled-back configuration (time, variant, cause, release).
+    type: dict
+  config_id:
+    description: The name of the rolled-back configuration (its record is C(rolled-back/<config_id>.json)).
+    type: str
+  state_dir:
+    description: The folder of the records.
+    type: path
+    default: /etc/sglang
+  unit:
+    description: The systemd unit the known-good unit file is restored as.
+    type: str
+    default: sglang.service
+  unit_dir:
+    description: Where the unit file is restored.
+    type: path
+    default: /etc/systemd/system
+  group:
+    description: The group that may read the env and secrets files (the service's group).
+    type: str
+    default: sglang
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change and changes nothing.
+  diff_mode:
+    support: partial
+    description: The unit and env files O(config) or O(known_good=restore) change, before and after; for O(deployed), the record.
+seealso:
+  - module: inferops.sglang.sglang_facts
+"""
+
+EXAMPLES = r"""
+- name: Keep the healthy running service as the known-good one
+  inferops.sglang.sglang_state:
+    known_good: snapshot
+    files: [/etc/systemd/system/sglang.service, /etc/sglang/sglang.env]
+    record: "{{ ansible_facts.sglang.deployed }}"
+
+- name: Keep the healthy running service, then write the new unit (one call)
+  inferops.sglang.sglang_state:
+    known_good: snapshot
+    files: [/etc/systemd/system/sglang.service, /etc/sglang/sglang.env]
+    record: "{{ ansible_facts.sglang.deployed }}"
+    config:
+      unit: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') }}"
+
+- name: Bring the known-good service back
+  inferops.sglang.sglang_state:
+    known_good: restore
+  register: restored
+
+- name: Record what runs now
+  inferops.sglang.sglang_state:
+    deployed: {variant: ddtree, release: /opt/sglang/releases/0.5.23-b822ed918ee1}
+"""
+
+RETURN = r"""
+present:
+  description: Whether a known-good service exists after the call (for O(known_good=restore), whether there was one to restore).
+  returned: always
+  type: bool
+  sample: true
+record:
+  description: The known-good record restored or snapshot, or the record written (null when there was none to restore).
+  returned: always
+  type: dict
+  sample: {variant: nextn, release: /opt/sglang/releases/0.5.23-b822ed918ee1}
+changed_files:
+  description: The files written (or, in check mode, that would be).
+  returned: always
+  type: list
+  elements: str
+  sample: [/etc/systemd/system/sglang.service]
+elapsed:
+  description: Seconds the module ran.
+  returned: always
+  type: float
+  sample: 0.01
+"""
+
+import grp
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
+    DEPLOYED, KNOWN_GOOD, META, dump_json, known_good_dir, put_file, read_json, restore_known_good,
+    rolled_back_path, snapshot_known_good,
+)
+
+
+def read_text(path):
+    try:
+        with open(path, "rb") as fh:
+            return to_text(fh.read())
+    except OSError:
+        return ""
+
+
+def group_id(module, name):
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        module.fail_json(msg="group %s does not exist: the service's group owns the env and secrets files "
+                             "(create it, or set group)" % name, elapsed=0.0)
+
+
+def snapshot(module, params):
+    missing = [f for f in params["files"] if not os.path.isfile(f)]
+    if missing:
+        module.fail_json(msg="cannot snapshot the known-good service: %s missing; the known-good service "
+                             "was left as it was and nothing was written" % ", ".join(missing), elapsed=0.0)
+    gid = group_id(module, params["group"])
+    changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, module.check_mode)
+    return [os.path.join(params["state_dir"], KNOWN_GOOD)] if changed else []
+
+
+def service_files(params, gid):
+    """(config key, path, mode, uid, gid) of the files the service reads."""
+    return [("unit", os.path.join(params["unit_dir"], params["unit"]), 0o644, 0, 0),
+            ("env", os.path.join(params["state_dir"], "sglang.env"), 0o640, 0, gid),
+            ("secrets", os.path.join(params["state_dir"], "secrets.yaml"), 0o640, 0, gid)]
+
+
+def file_diff(name, path, before, after):
+    if name == "secrets":
+        return dict(before_header=path, after_header=path, before="(secret)\n", after="(secret, changed)\n")
+    return dict(before_header=path, after_header=path, before=before, after=after)
+
+
+def write_config(module, params):
+    """The files given in `config`; returns (changed paths, diffs)."""
+    gid = group_id(module, params["group"])
+    changed, diffs = [], []
+    for name, path, mode, uid, file_gid in service_files(params, gid):
+        text = params["config"].get(name)
+        if text is None:
+            continue
+        before = read_text(path)
+        if put_file(path, text.encode("utf-8"), mode, uid, file_gid, module.check_mode):
+            changed.append(path)
+            diffs.append(file_diff(name, path, before, text))
+    return changed, diffs
+
+
+def switch(module, params):
+    """Snapshot (when asked), then the new configuration: the order is the guarantee."""
+    changed = snapshot(module, params) if params["known_good"] == "snapshot" else []
+    diffs = []
+    if params["config"]:
+        written, diffs = write_config(module, params)
+        changed += written
+    result = dict(changed=bool(changed), changed_files=changed,
+                  present=params["known_good"] == "snapshot" or known_good_dir(params["state_dir"]) is not None,
+                  record=params["record"])
+    if module._diff and diffs:
+        result["diff"] = diffs
+    return result
+
+
+def restore(module, params):
+    gid = group_id(module, params["group"])
+    folder = known_good_dir(params["state_dir"])
+    record = read_json(os.path.join(folder, META)) if folder else None
+    # The secrets file comes back only with a known-good service that had one.
+    files = [f for f in service_files(params, gid) if f[0] != "secrets" or (record or {}).get("has_secrets")]
+    texts = dict((path, (read_text(path), read_text(os.path.join(folder, os.path.basename(path))) if folder else ""))
+                 for _name, path, _m, _u, _g in files)
+    targets = [(os.path.basename(path), path, mode, uid, file_gid) for _name, path, mode, uid, file_gid in files]
+    record, changed = restore_known_good(params["state_dir"], targets, module.check_mode)
+    result = dict(changed=bool(changed), changed_files=changed, present=record is not None, record=record)
+    if module._diff and changed:
+        result["diff"] = [file_diff(name, path, *texts[path]) for name, path, _m, _u, _g in files if path in changed]
+    return result
+
+
+def write_record(module, state_dir, path, record):
+    text = dump_json(record)
+    before = read_text(path)
+    if not os.path.isdir(os.path.dirname(path)):
+        module.fail_json(msg="%s does not exist: the deploy creates the state folders before it records anything"
+                             % os.path.dirname(path), elapsed=0.0)
+    changed = put_file(path, text.encode("utf-8"), 0o644, 0, 0, module.check_mode)
+    result = dict(changed=changed, changed_files=[path] if changed else [],
+                  present=known_good_dir(state_dir) is not None, record=record)
+    if module._diff and changed:
+        result["diff"] = dict(before=before, after=text, before_header=path, after_header=path)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            known_good=dict(type="str", choices=["snapshot", "restore"]),
+            files=dict(type="list", elements="path"),
+            record=dict(type="dict"),
+            config=dict(type="dict", options=dict(
+                unit=dict(type="str"), env=dict(type="str"), secrets=dict(type="str", no_log=True))),
+            deployed=dict(type="dict"),
+            rolled_back=dict(type="dict"),
+            config_id=dict(type="str"),
+            state_dir=dict(type="path", default="/etc/sglang"),
+            unit=dict(type="str", default="sglang.service"),
+            unit_dir=dict(type="path", default="/etc/systemd/system"),
+            group=dict(type="str", default="sglang"),
+        ),
+        mutually_exclusive=[["known_good", "deployed", "rolled_back"], ["config", "deployed", "rolled_back"]],
+        required_one_of=[["known_good", "config", "deployed", "rolled_back"]],
+        required_if=[["known_good", "snapshot", ["files", "record"]]],
+        required_by={"rolled_back": "config_id"},
+        supports_check_mode=True,
+    )
+    params, started = module.params, time.monotonic()
+    if params["known_good"] == "restore" and params["config"]:
+        module.fail_json(msg="config writes a new configuration and known_good=restore brings the known-good one "
+                             "back: give one of them", elapsed=0.0)
+    if params["known_good"] == "restore":
+        result = restore(module, params)
+    elif params["known_good"] == "snapshot" or params["config"]:
+        result = switch(module, params)
+    elif params["deployed"] is not None:
+        result = write_record(module, params["state_dir"], os.path.join(params["state_dir"], DEPLOYED), params["deployed"])
+    else:
+        result = write_record(module, params["state_dir"], rolled_back_path(params["state_dir"], params["config_id"]),
+                              params["rolled_back"])
+    module.exit_json(elapsed=round(time.monotonic() - started, 3), **result)
+
+
+if __name__ == "__main__":
+    main()
