@@ -64,6 +64,7 @@ def unit_status(props):
         "n_restarts": _int(props.get("NRestarts")),
         "exec_start": props.get("ExecStart", ""),
         "restart": props.get("Restart", ""),
+        "started_monotonic_us": _int(props.get("ExecMainStartTimestampMonotonic")),
     }
 
 

@@ -20,6 +20,9 @@ description:
     or it is older than O(max_age)) from a live one; a stale lock is broken only when asked.
   - Taking and releasing the lock report C(changed=false) - the lock lives only for the
     run and is not configuration.
+  - Releasing the lock first marks the time (C(<path>.released)); taking it returns that time as
+    RV(last_released), so a run that read the host before it held the lock knows whether another
+    run finished on the host since (then it reads again).
 author:
   - inferops maintainers (@inferops)
 options:
@@ -84,6 +87,14 @@ broken:
   description: Whether this call broke another run's lock.
   returned: always
   type: bool
+last_released:
+  description:
+    - When a run last released this host's lock (the host's clock, epoch seconds); null when
+      none has since the host started (the lock lives in C(/run)). A broken lock counts as
+      released now, since its holder may have changed the host.
+  returned: when the lock was taken
+  type: float
+  sample: 1796111202.47
 elapsed:
   description: Seconds the module took.
   returned: always
@@ -115,6 +126,23 @@ def write_lock(path, owner, exclusive):
         json.dump(record, fh)
 
 
+def released_marker(path):
+    return path + ".released"
+
+
+def last_released(path):
+    try:
+        return os.stat(released_marker(path)).st_mtime
+    except OSError:
+        return None
+
+
+def mark_released(path):
+    """Before the lock goes: a run that takes it next must see that this one may have changed the host."""
+    with open(released_marker(path), "w") as fh:
+        fh.write("%.6f\n" % time.time())
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -136,22 +164,23 @@ def main():
     if module.params["state"] == "absent":
         holder = read_lock(path) if os.path.exists(path) else None
         if holder is not None and (holder.get("run_id") == owner.get("run_id") or module.params["force"]):
+            mark_released(path)
             os.unlink(path)
         done(broken=False)
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         write_lock(path, owner, exclusive=True)
-        done(broken=False)
+        done(broken=False, last_released=last_released(path))
     except FileExistsError:
         pass
     holder = read_lock(path)
     age = time.time() - float(holder.get("taken") or 0)
     if holder.get("run_id") == owner.get("run_id"):
-        done(broken=False)
+        done(broken=False, last_released=last_released(path))
     if module.params["force"] or (module.params["break_stale"] and age > module.params["max_age"]):
         write_lock(path, owner, exclusive=False)
-        done(broken=True, held_by=holder, age=round(age, 1))
+        done(broken=True, held_by=holder, age=round(age, 1), last_released=time.time())
     module.fail_json(msg="locked by another deploy", held_by=holder, age=round(age, 1), broken=False,
                      elapsed=round(time.monotonic() - started, 3))
 

@@ -20,8 +20,8 @@ description:
   - The probe goes to the address C(deployed.json) records for the running server, so a
     deploy that moves the port still asks the server that runs now; O(url) is used when
     nothing is recorded.
-  - One call instead of one per file is what lets a deploy that changes nothing finish in
-    about the time of an empty play. Never waits and never changes anything.
+  - With O(models) and O(layout) it also returns what the preflight and the switch need, so a
+    deploy reads the host once. Never waits and never changes anything.
 author:
   - inferops maintainers (@inferops)
 options:
@@ -58,6 +58,44 @@ options:
         earlier rollback of exactly that configuration, C(rolled-back/<config_id>.json), is
         returned as C(rolled_back).
     type: str
+  lock:
+    description: The deploy lock file (M(inferops.sglang.deploy_lock)); its holder is returned as C(locked_by).
+    type: path
+    default: /run/inferops-sglang/deploy.lock
+  probe:
+    description: Probe the health endpoint (off for readers that only need the records).
+    type: bool
+    default: true
+  models:
+    description:
+      - Model folders whose C(config.json) to return (parsed) as C(models); null for a folder
+        without one. The preflight's memory estimate reads them.
+    type: list
+    elements: path
+    default: []
+  layout:
+    description:
+      - The service account and folders a deploy keeps. What the host has that differs is
+        returned as C(layout_drift), one line per difference (empty when nothing differs).
+    type: dict
+    suboptions:
+      user:
+        description: The service user.
+        type: str
+      group:
+        description: The service group (the user's primary group).
+        type: str
+      home:
+        description: The user's home folder.
+        type: str
+      shell:
+        description: The user's shell.
+        type: str
+      dirs:
+        description: Folders, each with C(path), C(owner), C(group) and C(mode) (an octal string).
+        type: list
+        elements: dict
+        default: []
 attributes:
   check_mode:
     support: full
@@ -122,6 +160,42 @@ ansible_facts:
           description: A known-good service is kept on the host.
           type: bool
           sample: true
+        known_good_record:
+          description: The known-good service's record (C(known-good/meta.json)), or null.
+          type: dict
+          sample: {variant: nextn, release: /opt/sglang/releases/0.5.23-b822ed918ee1}
+        known_good_files:
+          description: File name -> SHA-1 of the known-good snapshot's unit, env and secrets.
+          type: dict
+          sample: {sglang.service: 5b1c3d2e}
+        models:
+          description: Model folder -> its parsed C(config.json), or null when it has none.
+          type: dict
+          sample: {/models/Qwen3.6-27B: {model_type: qwen3_next}}
+        layout_drift:
+          description: How the service account and folders differ from O(layout).
+          type: list
+          elements: str
+          sample: ["/etc/sglang: mode 0755, want 0750"]
+        started_at:
+          description: When the unit's main process started (epoch seconds), or null when none runs.
+          type: float
+          sample: 1796111180.2
+        restart_pending:
+          description:
+            - The files among O(files) modified after the main process started - written but not yet
+              run (a deploy in progress, or one stopped between its write and its restart).
+          type: list
+          elements: str
+          sample: [/etc/systemd/system/sglang.service]
+        locked_by:
+          description: The holder of the deploy lock (another run is deploying), or null.
+          type: dict
+          sample: {controller: ctl, user: alice, pid: 4242, playbook: deploy_ddtree.yml}
+        read_at:
+          description: The host's clock (epoch seconds) when it was read.
+          type: float
+          sample: 1796111202.47
         url:
           description: The address probed.
           type: str
@@ -137,24 +211,18 @@ elapsed:
   sample: 0.04
 """
 
-import json
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
+from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
+    DEPLOYED, known_good, layout_drift, modified_since, observe_layout, read_json, rolled_back_path, sha1_of,
+)
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
     parse_show, show_command, unit_status,
 )
-
-
-def read_json(path):
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
 
 
 def recorded_url(url, deployed):
@@ -168,6 +236,19 @@ def recorded_url(url, deployed):
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+def started_at(unit):
+    """The main process's start (systemd's monotonic stamp) on the host's clock, or None."""
+    if not unit["main_pid"] or not unit["started_monotonic_us"]:
+        return None
+    return time.time() - (time.monotonic() - unit["started_monotonic_us"] / 1e6)
+
+
+def lock_holder(path):
+    if not os.path.exists(path):
+        return None
+    return read_json(path) or {"unreadable": True}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -178,10 +259,17 @@ def main():
             files=dict(type="list", elements="path", default=[]),
             state_dir=dict(type="path", default="/etc/sglang"),
             config_id=dict(type="str"),
+            lock=dict(type="path", default="/run/inferops-sglang/deploy.lock"),
+            probe=dict(type="bool", default=True),
+            models=dict(type="list", elements="path", default=[]),
+            layout=dict(type="dict", options=dict(
+                user=dict(type="str"), group=dict(type="str"), home=dict(type="str"), shell=dict(type="str"),
+                dirs=dict(type="list", elements="dict", default=[]))),
         ),
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
+    read_at = time.time()
     systemctl = module.get_bin_path("systemctl", required=True)
     rc, out, err = module.run_command(show_command(params["unit"], systemctl))
     if rc != 0:
@@ -189,17 +277,28 @@ def main():
                          elapsed=round(time.monotonic() - started, 3))
     unit = unit_status(parse_show(out))
     running = unit["active_state"] == "active" and unit["sub_state"] == "running"
-    deployed = read_json(os.path.join(params["state_dir"], "deployed.json"))
+    deployed = read_json(os.path.join(params["state_dir"], DEPLOYED))
     url = recorded_url(params["url"], deployed)
-    status, error = probe(url, {}, params["validate_certs"], params["probe_timeout"]) if running else (None, None)
+    asked = running and params["probe"]
+    status, error = probe(url, {}, params["validate_certs"], params["probe_timeout"]) if asked else (None, None)
+    record, snapshot_files = known_good(params["state_dir"])
+    main_started = started_at(unit)
     facts = {
         "unit": unit, "http_status": status, "http_error": error, "url": url,
-        "healthy": running and status == 200,
-        "checksums": dict((path, module.sha1(path) if os.path.isfile(path) else None) for path in params["files"]),
+        "healthy": asked and status == 200,
+        "checksums": dict((path, sha1_of(path)) for path in params["files"]),
         "deployed": deployed,
-        "rolled_back": read_json(os.path.join(params["state_dir"], "rolled-back", params["config_id"] + ".json"))
+        "rolled_back": read_json(rolled_back_path(params["state_dir"], params["config_id"]))
         if params["config_id"] else None,
-        "known_good": os.path.isfile(os.path.join(params["state_dir"], "known-good", params["unit"])),
+        "known_good": record is not None and params["unit"] in snapshot_files,
+        "known_good_record": record,
+        "known_good_files": snapshot_files,
+        "models": dict((path, read_json(os.path.join(path, "config.json"))) for path in params["models"]),
+        "layout_drift": layout_drift(params["layout"], observe_layout(params["layout"])) if params["layout"] else [],
+        "started_at": main_started,
+        "restart_pending": modified_since(params["files"], main_started),
+        "locked_by": lock_holder(params["lock"]),
+        "read_at": read_at,
     }
     module.exit_json(changed=False, ansible_facts={"sglang": facts}, elapsed=round(time.monotonic() - started, 3))
 
