@@ -85,6 +85,42 @@ def sglang_fit(model_cfg, draft_cfg, envelope, gpu_memory_mib):
     return result
 
 
+def _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm):
+    names = sorted(set(d["name"] for d in gpus["devices"]))
+    problems = []
+    if names != [gpu_model] or gpus["count"] < int(envelope["tp_size"]):
+        problems.append("%s (class %s) has %sx %s; the class needs %s, at least tp_size=%s of them." % (
+            host, host_class, gpus["count"], " + ".join(names) or "no GPU", gpu_model, envelope["tp_size"]))
+    backend = envelope.get("attention_backend") or ""
+    capability = gpus["devices"][0]["compute_capability"] if gpus["devices"] else "none"
+    if backend in backend_sm and capability not in backend_sm[backend]:
+        problems.append("%s: attention_backend=%s needs compute capability %s; these GPUs are %s. Choose another "
+                        "attention_backend." % (host, backend, ", ".join(backend_sm[backend]), capability))
+    return problems
+
+
+def sglang_preflight(gpus, host, host_class, gpu_model, envelope, models, model_path, draft_model_path="",
+                     backend_sm=None, check_fit=True):
+    """Everything that stops a deploy before the host changes, at once: the GPUs are not the
+    class's cards or too few, the attention backend does not run on them, a model folder has
+    no config.json, the envelope's memory lower bound does not fit. `gpus` is gpu_facts'
+    ansible_facts.gpu, `models` sglang_facts' folder -> config.json. Returns {problems: [...],
+    fit: the estimate or None}."""
+    problems = _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm or {})
+    wanted = [model_path] + ([draft_model_path] if draft_model_path else [])
+    missing = [path for path in wanted if not (models or {}).get(path)]
+    if missing:
+        problems.append("%s: no model at %s (no config.json there). Copy the model to the host or fix sglang_model_path "
+                        "/ sglang_draft_model_path." % (host, " or ".join(missing)))
+    fit = None
+    if check_fit and not missing and gpus["devices"]:
+        fit = sglang_fit(models[model_path], models.get(draft_model_path) if draft_model_path else {}, envelope,
+                         min(d["memory_total_mib"] for d in gpus["devices"]))
+        if not fit["fits"]:
+            problems.append("%s: the envelope cannot fit: %s." % (host, fit["explanation"]))
+    return {"problems": problems, "fit": fit}
+
+
 def _seconds(value):
     return round(value or 0, 1)
 
@@ -180,5 +216,6 @@ class FilterModule(object):
             "sglang_release_id": sglang_release_id,
             "sglang_translate_args": sglang_translate_args,
             "sglang_fit": sglang_fit,
+            "sglang_preflight": sglang_preflight,
             "sglang_diagnosis": sglang_diagnosis,
         }
