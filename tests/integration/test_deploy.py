@@ -233,3 +233,46 @@ def test_old_releases_are_pruned_but_never_the_known_good_or_running_one(fresh, 
     left = set(ct129.run("ls /opt/sglang/releases").stdout.split())
     ours = {r for r in left if r.startswith("0.5.9")}
     assert ours == {"0.5.90-e3b0c44298fc", "0.5.91-e3b0c44298fc", "0.5.93-e3b0c44298fc", "0.5.94-e3b0c44298fc"}, left
+
+
+REREAD = "Read the host again, another run finished on it since it was read"
+
+
+def task_results(proc, host) -> dict:
+    return {t["task"]["name"]: t["hosts"].get(host.name, {}) for t in json.loads(proc.stdout)["plays"][0]["tasks"]}
+
+
+def test_a_deploy_reads_the_host_again_only_when_another_run_finished_on_it_since(fresh, ct200):
+    assert deploy("deploy_nextn", ct200).returncode == 0
+    # A run that released the lock after this deploy read the host (its release time is later).
+    ct200.run("touch -d '+1 hour' /run/inferops-sglang/deploy.lock.released")
+    # (progress lines would interleave with the JSON output)
+    quiet = {"sglang_service_health_progress_interval": 0}
+    proc = run_playbook("playbooks/deploy.yml", limit="ct200", extra_vars=dict(quiet, sglang_variant="dflash"),
+                        json_output=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert not task_results(proc, ct200)[REREAD].get("skipped"), "read again"
+    assert report(ct200)["outcome"] == "deployed"
+    proc = run_playbook("playbooks/deploy.yml", limit="ct200", extra_vars=dict(quiet, sglang_variant="ddtree"),
+                        json_output=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert task_results(proc, ct200)[REREAD].get("skipped"), "nothing happened on the host since it was read"
+    assert report(ct200)["outcome"] == "deployed"
+
+
+def test_files_written_after_the_service_started_are_not_converged(fresh, ct200):
+    """A deploy stopped between writing the unit and restarting leaves files the running
+    process does not run: the next deploy restarts rather than call the host unchanged, and
+    does not keep those files as the known-good."""
+    assert deploy("deploy_nextn", ct200).returncode == 0
+    assert deploy("deploy", ct200, sglang_variant="dflash").returncode == 0
+    known_good = ct200.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout
+    before = invocation(ct200)
+    time.sleep(1.1)
+    ct200.run(["touch", UNIT])     # the bytes are this deploy's; they were written after the start
+    again = deploy("deploy", ct200, sglang_variant="dflash")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert report(ct200)["outcome"] == "deployed" and invocation(ct200) != before, "restarted, not unchanged"
+    assert ct200.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout == known_good
+    settled = deploy("deploy", ct200, sglang_variant="dflash")
+    assert settled.returncode == 0 and report(ct200)["outcome"] == "unchanged"
