@@ -299,18 +299,20 @@ NOTES = """Notes: lab hosts are podman containers on this machine; the stand-in 
 (lab/sim_defaults.json) and the deploy gate settles 7 s (inventory/lab). The playbook rows reach
 the hosts as production is reached: SSH with ControlPersist and pipelining (`labctl inventory
 --ssh`; the hosts have no network, so the one connection per host runs `sshd -i` through podman
-exec). Each module run still costs its host ~0.2 s of CPU (Python unpacking Ansible's module
-code): on real hosts that is their own CPU, here all hosts share the controller's cores, which the
-fleet rows show as "the host's own" CPU. ansible-playbook's own start is ~0.5 s. The
-failure-detection baseline waits on `/health` alone, so it cannot tell a dead unit from a slow one:
-it names no cause and ends only when its retries run out. The journal reader streams
-`journalctl -o cat` and fetches the timestamped tail separately; journalctl's RSS counts the journal
-files it maps, the reader's own stays flat. An idempotent deploy reads the host once
-(`sglang_facts`: unit, checksums, one health probe, which SGLang answers after ~1 s by design:
-its handler waits a second for the scheduler's reply) and ends the host's play. A play that changes
-nothing still has to reach the host and ask `/health`, so the empty play is a floor no converged
-check reaches; the `uri` play is the least such a check can cost. The fleet rows deploy without the
-performance gate: on two shared cores its load would measure the lab, not the collection.
+exec). Each module run costs its host 0.3-0.4 s of CPU (ansible-core 2.19 compiling and importing
+its module_utils from the module's zip); on real hosts that is their own CPU, here every host's
+is the controller's two cores, which the fleet rows show as "the host's own" CPU and count in the
+CPU-bound floor (all CPU the run used, over the cores). ansible-playbook's own start is ~1 s.
+The failure-detection baseline waits on `/health` alone, so it cannot tell a dead unit from a
+slow one: it names no cause and ends only when its retries run out. The journal reader streams
+`journalctl -o cat` and fetches the timestamped tail separately; journalctl's RSS counts the
+journal files it maps, the reader's own stays flat. A deploy gathers no facts but its own: one
+sglang_facts call (unit, checksums, records, model configs, service layout, lock, one health
+probe, which SGLang answers after ~1 s by design: its handler waits a second for the scheduler's
+reply). The idempotent row's baseline is that call alone in a play; the re-run adds the checks
+on the controller and the report, and ends the host's play. The empty play does not reach the
+host at all. The fleet rows deploy without the performance gate: on two shared cores its load
+would measure the lab, not the collection.
 """
 
 
