@@ -130,12 +130,108 @@ PHASES = (
     ("ready", re.compile(r"The server is fired up and ready to roll!")),
 )
 
-# One search per line decides whether a line needs the rules at all: most lines of a long
-# invocation are neither evidence nor progress, and this keeps 100k lines well under 1 s.
-INTERESTING = re.compile("|".join(
-    ["(?:%s)" % rule.regex.pattern for rule in RULES]
-    + ["(?:%s)" % phase[1].pattern for phase in PHASES]
-    + [r"server_args="]))
+# Most lines of a long invocation are neither evidence nor progress. Python's regex engine
+# tries every alternative at every position of a line, so the rules themselves cost ~20 us a
+# line; the literals each rule's match must contain, searched as one alternation of plain
+# strings, reject an ordinary line ~7x faster, and only the lines they let through meet the
+# rules. The literals are read from the patterns so that a new rule cannot be missed.
+_META = frozenset(".^$*+?{}[]()|\\")
+_QUANTIFIERS = frozenset("*?{")
+
+
+def split_alternatives(pattern):
+    """The top-level alternatives of a regex (a `|` inside a group or a class does not split)."""
+    parts, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _group_end(pattern):
+    """Where the group that opens the pattern closes (the index of its `)`)."""
+    depth, i = 0, 0
+    while i < len(pattern):
+        if pattern[i] == "\\":
+            i += 2
+            continue
+        depth += {"(": 1, ")": -1}.get(pattern[i], 0)
+        if depth == 0:
+            return i
+        i += 1
+    raise ValueError("unbalanced group in %r" % pattern)
+
+
+def leading_literal(alternative):
+    """The plain text every match of one alternative starts with ('' when there is none)."""
+    if alternative.startswith("^"):
+        alternative = alternative[1:]
+    out, i = [], 0
+    while i < len(alternative):
+        char = alternative[i]
+        if char == "\\" and i + 1 < len(alternative) and not alternative[i + 1].isalnum():
+            char, step = alternative[i + 1], 2
+        elif char in _META:
+            break
+        else:
+            step = 1
+        if alternative[i + step:i + step + 1] in _QUANTIFIERS:
+            break  # the character may be absent from a match
+        out.append(char)
+        i += step
+    return "".join(out)
+
+
+def required_literals(pattern):
+    """Literals one of which every match of `pattern` contains, or None when some
+    alternative has none (such a pattern is searched on every line)."""
+    literals = []
+    for alternative in split_alternatives(pattern):
+        if alternative.startswith("(?:"):
+            end = _group_end(alternative)
+            if alternative[end + 1:end + 2] not in _QUANTIFIERS:
+                inner = required_literals(alternative[3:end])
+                if inner is None:
+                    return None
+                literals += inner
+                continue
+        literal = leading_literal(alternative)
+        if not literal:
+            return None
+        literals.append(literal)
+    return literals
+
+
+def _prefilter(patterns):
+    literals, unanchored = set(), []
+    for pattern in patterns:
+        found = required_literals(pattern)
+        if found is None:
+            unanchored.append("(?:%s)" % pattern)
+        else:
+            literals.update(found)
+    alternation = [re.escape(literal) for literal in sorted(literals)] + unanchored
+    return re.compile("|".join(alternation))
+
+
+INTERESTING = _prefilter([rule.regex.pattern for rule in RULES] + [phase[1].pattern for phase in PHASES]
+                         + [r"server_args="])
+
 
 HINTS_FOR_STATE = {
     "timeout": "the server did not answer 200 on its health endpoint within {timeout} s (last phase: "

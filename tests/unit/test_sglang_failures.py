@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import (
-    args_from_argv, classify, parse_server_args,
+    INTERESTING, PHASES, RULES, _prefilter, args_from_argv, classify, parse_server_args, required_literals,
 )
 
 SERVER_ARGS = ("[2026-11-30 10:00:00] server_args={'model_path': '/models/Qwen3.6-27B', 'tp_size': 2, "
@@ -178,3 +178,42 @@ def test_memory_stays_flat_for_long_invocations():
     result = classify(lines(), state="failed")
     assert result["lines"] == 200_201
     assert len(result["evidence"]) <= 5
+
+
+@pytest.mark.parametrize("pattern, literals", [
+    (r"Not enough memory\. Please", ["Not enough memory. Please"]),
+    (r"^usage: |: error: (?:a|b)", ["usage: ", ": error: "]),
+    (r"(?:ModuleNotFoundError|ImportError): ", ["ModuleNotFoundError", "ImportError"]),
+    (r"(?:x|(?:y|z)w)", ["x", "y", "z"]),
+    (r"Capture \w+ CUDA graph", ["Capture "]),
+    (r"CUDA error: (?!out of memory)(?:an|b)", ["CUDA error: "]),
+    (r"exit code: -9\)", ["exit code: -9)"]),
+    (r"colou?r", ["colo"]),                 # an optional character ends the literal
+    (r"ab{2}c", ["a"]),
+    (r"[a|b]x|y", None),                    # a `|` in a class does not split; a class has no literal
+    (r"\d+ seconds", None),
+    (r"(?:ab)?c", None),                    # an optional group may be absent
+    (r"foo|.*bar", None),
+])
+def test_required_literals(pattern, literals):
+    assert required_literals(pattern) == literals
+
+
+def test_pattern_without_literal_is_searched_on_every_line():
+    prefilter = _prefilter([r"\d+ seconds", "plain"])
+    assert prefilter.search("waited 30 seconds") and prefilter.search("plain text")
+    assert not prefilter.search("nothing here")
+
+
+ALL_PATTERNS = [rule.regex for rule in RULES] + [phase[1] for phase in PHASES]
+CASE_LINES = sorted({line for case in CASES for line in case[1]})
+
+
+@pytest.mark.parametrize("line", [line for line in CASE_LINES if any(rx.search(line) for rx in ALL_PATTERNS)])
+def test_prefilter_passes_every_line_a_rule_or_phase_matches(line):
+    assert INTERESTING.search(line)
+
+
+def test_prefilter_rejects_ordinary_lines():
+    assert not INTERESTING.search("[2026-11-30 10:00:00 TP0] Decode batch. #running-req: 16, #token: 4096, "
+                                  "gen throughput (token/s): 81.2")
