@@ -318,10 +318,10 @@ slow one: it names no cause and ends only when its retries run out. The journal 
 `journalctl -o cat` and fetches the timestamped tail separately; journalctl's RSS counts the
 journal files it maps, the reader's own stays flat. "journalctl alone" is the same command with
 its output discarded, measured before each read: the floor no reader of the journal goes under
-(systemd 252 here reads ~8 us an entry), so the ratio is the classifier's own cost. A deploy gathers no facts but its own: one
-sglang_facts call (unit, checksums, records, model configs, service layout, lock, one health
-probe, which SGLang answers after ~1 s by design: its handler waits a second for the scheduler's
-reply). The idempotent row's baseline is that call alone in a play; the re-run adds the checks
+(systemd 252 here reads ~8 us an entry), so the ratio is the classifier's own cost. A deploy
+gathers no facts but its own: one sglang_facts call (unit, checksums, records, model configs,
+service layout, lock, one health probe, which SGLang answers after ~1 s by design: its handler
+waits a second for the scheduler's reply). The idempotent row's baseline is that call alone in a play; the re-run adds the checks
 on the controller and the report, and ends the host's play. The empty play does not reach the
 host at all. The fleet rows deploy without the performance gate: on two shared cores its load
 would measure the lab, not the collection.

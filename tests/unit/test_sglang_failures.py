@@ -190,6 +190,7 @@ def test_memory_stays_flat_for_long_invocations():
     (r"exit code: -9\)", ["exit code: -9)"]),
     (r"colou?r", ["colo"]),                 # an optional character ends the literal
     (r"ab{2}c", ["a"]),
+    (r"(?:a[)|]|b)c", ["a", "b"]),            # a `)` or `|` in a class neither closes nor splits
     (r"[a|b]x|y", None),                    # a `|` in a class does not split; a class has no literal
     (r"\d+ seconds", None),
     (r"(?:ab)?c", None),                    # an optional group may be absent
