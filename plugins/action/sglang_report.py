@@ -32,6 +32,14 @@ def write_atomically(path, text):
         raise
 
 
+def read_report(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -40,10 +48,16 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = self._task.args
-        missing = [name for name in ("dir", "name", "report", "text") if args.get(name) in (None, "")]
+        needed = ("dir",) if args.get("read") else ("dir", "name", "report", "text")
+        missing = [name for name in needed if args.get(name) in (None, "")]
         if missing:
             raise AnsibleActionFail("sglang_report needs %s" % ", ".join(missing))
-        folder = os.path.join(args["dir"], args.get("host") or task_vars.get("inventory_hostname"))
+        # Relative to where ansible-playbook runs, not to the (installed) collection.
+        folder = os.path.join(os.path.abspath(os.path.expanduser(args["dir"])),
+                              args.get("host") or task_vars.get("inventory_hostname"))
+        if args.get("read"):
+            result.update(changed=False, report=read_report(os.path.join(folder, "latest.json")))
+            return result
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         data = json.dumps(args["report"], indent=4, sort_keys=True, default=str) + "\n"
         text = args["text"].rstrip("\n") + "\n"

@@ -37,10 +37,11 @@ _value:
   elements: str
 """
 
-import hashlib
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, release
 from ansible_collections.inferops.sglang.plugins.module_utils.memory_fit import estimate, explain
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import FAILING_VERDICTS, settle_baseline
 from ansible_collections.inferops.sglang.plugins.module_utils.server_args import (
     ServerArgsError, exec_start, to_argv,
 )
@@ -58,11 +59,18 @@ def sglang_exec_start(argv):
     return exec_start([str(word) for word in argv])
 
 
-def sglang_release_id(version, patch_sha256s):
-    """`<version>-<sha256 of the ordered patch checksums, 12 hex>`: a release changes name
-    whenever the version or any patch (or their order) changes."""
-    digest = hashlib.sha256("\n".join(patch_sha256s).encode("utf-8")).hexdigest()
-    return "%s-%s" % (version, digest[:12])
+def sglang_release_id(version, patch_sha256s, install=None):
+    """`<version>-<12 hex>` of the patch checksums and what the build installs."""
+    return release.release_id(str(version), [str(s) for s in patch_sha256s], _plain(install))
+
+
+def sglang_git_commit(ls_remote, ref):
+    """The commit `git ls-remote` names for a ref; fails when the remote has no such ref."""
+    commit = release.git_commit(ls_remote, str(ref))
+    if commit is None:
+        raise AnsibleFilterError("the git remote has no ref %s: set sglang_build_git_ref to a branch, tag or commit "
+                                 "it has" % ref)
+    return commit
 
 
 def sglang_translate_args(args, version, table):
@@ -99,8 +107,8 @@ def _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm):
     return problems
 
 
-def sglang_preflight(gpus, host, host_class, gpu_model, envelope, models, model_path, draft_model_path="",
-                     backend_sm=None, check_fit=True):
+def preflight(gpus, host, host_class, gpu_model, envelope, models, model_path, draft_model_path="",
+              backend_sm=None, check_fit=True):
     """Everything that stops a deploy before the host changes, at once: the GPUs are not the
     class's cards or too few, the attention backend does not run on them, a model folder has
     no config.json, the envelope's memory lower bound does not fit. `gpus` is gpu_facts'
@@ -121,6 +129,15 @@ def sglang_preflight(gpus, host, host_class, gpu_model, envelope, models, model_
     return {"problems": problems, "fit": fit}
 
 
+def sglang_preflight(gpus, check):
+    """The preflight's verdict; `check` holds preflight()'s arguments by name (one dict, so the
+    role's call stays short)."""
+    try:
+        return preflight(_plain(gpus), **_plain(check))
+    except TypeError as exc:
+        raise AnsibleFilterError("sglang_preflight: %s" % exc)
+
+
 def _seconds(value):
     return round(value or 0, 1)
 
@@ -134,11 +151,13 @@ def _evidence(gate):
 
 def _headline(host, variant, outcome, failure, gate, perf):
     name = variant.upper()
+    if outcome == "check":
+        return "%s: %s %s" % (host, name, failure)
     if outcome == "not_retried":
         return "%s: %s not retried: %s" % (host, name, failure)
     if outcome == "failed":
         return "%s: %s deploy stopped before the service was restarted: %s" % (host, variant, failure)
-    if perf.get("verdict") in ("slower_than_baseline", "bench_failed"):
+    if perf.get("verdict") in FAILING_VERDICTS:
         return "%s: %s deploy rolled back: healthy in %s s but %s" % (
             host, name, _seconds(gate.get("elapsed")),
             "slower than the known-good" if perf["verdict"] == "slower_than_baseline" else "failing under load")
@@ -195,9 +214,9 @@ def sglang_diagnosis(host, variant, outcome, failure="", gate=None, perf=None, r
     `known_good` is the known-good variant's name, or None when none existed."""
     gate, perf = gate or {}, perf or {}
     lines = [_headline(host, variant, outcome, failure, gate, perf)]
-    if outcome in ("not_retried", "failed"):
+    if outcome in ("not_retried", "failed", "check"):
         return lines[0]
-    if perf.get("verdict") in ("slower_than_baseline", "bench_failed"):
+    if perf.get("verdict") in FAILING_VERDICTS:
         lines += _perf_cause(perf)
     elif gate.get("cause"):
         lines += _gate_cause(gate)
@@ -208,14 +227,118 @@ def sglang_diagnosis(host, variant, outcome, failure="", gate=None, perf=None, r
     return "\n  ".join(lines)
 
 
+def _plain(value):
+    """Ansible's lazy containers as the plain dicts and lists the pure code expects."""
+    if isinstance(value, dict):
+        return dict((k, _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def sglang_config_id(desired):
+    try:
+        return deploy_plan.config_id(_plain(desired))
+    except deploy_plan.PlanError as exc:
+        raise AnsibleFilterError("sglang_config_id: %s" % exc)
+
+
+def sglang_deploy_plan(facts, wants):
+    """What the switch does, from sglang_facts' fact and what the deploy wants."""
+    try:
+        return deploy_plan.plan(_plain(wants), _plain(facts))
+    except (deploy_plan.PlanError, KeyError) as exc:
+        raise AnsibleFilterError("sglang_deploy_plan: missing input %s" % exc)
+
+
+def sglang_needs_read(facts, lock, files):
+    """Whether the deploy must read the host (again) before it plans."""
+    return deploy_plan.needs_read(_plain(facts), _plain(lock), _plain(files))
+
+
+def sglang_deploy_outcome(plan, run):
+    """How the deploy ended, after the gates."""
+    try:
+        return deploy_plan.outcome(_plain(plan), _plain(run))
+    except KeyError as exc:
+        raise AnsibleFilterError("sglang_deploy_outcome: missing input %s" % exc)
+
+
+def sglang_perf_baseline(run, plan, measured_at):
+    """The performance gate's baseline from sglang_bench's run on the running service (or
+    the figure the plan found recorded with it)."""
+    plan = _plain(plan)
+    return settle_baseline(deploy_plan.ran(_plain(run)), plan["recorded_baseline"], plan["running_variant"].upper(),
+                           measured_at)
+
+
+def sglang_deploy_diagnosis(result, host, rollback=None):
+    """sglang_diagnosis of a deploy's outcome (sglang_deploy_outcome's result); `rollback`:
+    the rollback's health gate and the known-good variant's name (None: none existed)."""
+    result, rollback = _plain(result), _plain(rollback) or {}
+    return sglang_diagnosis(host, result["variant"], result["outcome"], result["failure"], result["gate"],
+                            result["perf"], rollback.get("gate"), rollback.get("known_good"), result["unit"])
+
+
+def _health_word(facts):
+    unit = facts.get("unit") or {}
+    if facts.get("healthy"):
+        return "healthy"
+    if unit.get("active_state") == "active":
+        return "not healthy (%s)" % (facts.get("http_status") or facts.get("http_error"))
+    return "not running"
+
+
+def sglang_status(facts, host, last=None):
+    """One host's status line (playbooks/status.yml): what runs, its health, the known-good
+    service and how the last deploy ended (its report, or none)."""
+    facts, last = _plain(facts) or {}, _plain(last) or {}
+    running = facts.get("deployed") or {}
+    known_good = facts.get("known_good_record") or {}
+    unit = facts.get("unit") or {}
+    line = "%s: %s from %s, %s (%s/%s); known-good %s; last deploy: %s %s" % (
+        host, str(running.get("variant") or "none").upper(), str(running.get("release") or "-").rstrip("/").split("/")[-1],
+        _health_word(facts), unit.get("active_state"), unit.get("sub_state"),
+        str(known_good.get("variant") or "none").upper(), last.get("outcome") or "no report", last.get("time") or "")
+    if last.get("diagnosis"):
+        line += "\n  " + "\n  ".join(str(last["diagnosis"]).splitlines())
+    return line.rstrip()
+
+
+def sglang_task_result(result):
+    """A module's result without Ansible's bookkeeping keys (ansible_facts, invocation, ...)."""
+    return deploy_plan.task_result(_plain(result))
+
+
+def sglang_prunable(found, keep, in_use):
+    """The old release folders to remove (never one in use)."""
+    return release.prunable(_plain(found), keep, _plain(in_use))
+
+
+def sglang_failure_text(result):
+    """A failed task's output, error and message in one line."""
+    return release.failure_text(_plain(result))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "sglang_argv": sglang_argv,
             "sglang_exec_start": sglang_exec_start,
             "sglang_release_id": sglang_release_id,
+            "sglang_git_commit": sglang_git_commit,
             "sglang_translate_args": sglang_translate_args,
             "sglang_fit": sglang_fit,
             "sglang_preflight": sglang_preflight,
             "sglang_diagnosis": sglang_diagnosis,
+            "sglang_config_id": sglang_config_id,
+            "sglang_deploy_plan": sglang_deploy_plan,
+            "sglang_deploy_outcome": sglang_deploy_outcome,
+            "sglang_perf_baseline": sglang_perf_baseline,
+            "sglang_task_result": sglang_task_result,
+            "sglang_status": sglang_status,
+            "sglang_deploy_diagnosis": sglang_deploy_diagnosis,
+            "sglang_needs_read": sglang_needs_read,
+            "sglang_prunable": sglang_prunable,
+            "sglang_failure_text": sglang_failure_text,
         }

@@ -144,3 +144,67 @@ def ratio(candidate, baseline):
     if not new or not old:
         return None
     return round(float(new) / float(old), 3)
+
+
+# The performance gate's verdicts. A deploy is rolled back on the FAILING ones; everything
+# else that decides on a verdict imports these names instead of spelling them again.
+MEASURED, NO_BASELINE, KEPT = "measured", "no_baseline", "kept"
+BENCH_FAILED, SLOWER = "bench_failed", "slower_than_baseline"
+FAILING_VERDICTS = (BENCH_FAILED, SLOWER)
+VERDICTS = (MEASURED, NO_BASELINE, KEPT) + FAILING_VERDICTS
+
+
+def same_workload(recorded, workload):
+    """A recorded figure compares only when it was measured with this workload (the prompt
+    count the module adds to its workload is not a setting)."""
+    kept = dict((k, v) for k, v in ((recorded or {}).get("workload") or {}).items() if k != "prompts")
+    return kept == dict(workload or {})
+
+
+def recorded_baseline(deployed, workload):
+    """The speed recorded with the running service's deploy, when it compares; else None."""
+    perf = (deployed or {}).get("perf")
+    return perf if perf and same_workload(perf, workload) else None
+
+
+def settle_baseline(run, recorded, variant, measured_at):
+    """The baseline a new variant is compared with: this run's measurement of the running
+    service (`run`, sglang_bench's result, or None when it was not measured), else the
+    recorded figure. Returns {baseline, error, record}: `record` is what the known-good
+    snapshot keeps (only a fresh measurement is recorded)."""
+    run = run or {}
+    measured = run.get("summary") is not None and not run.get("msg")
+    if measured:
+        baseline = dict(run["summary"], source="measured", variant=variant)
+    elif recorded:
+        baseline = dict(recorded, source="recorded", variant=variant)
+    else:
+        baseline = None
+    record = {"perf": dict(run["summary"], measured_at=measured_at)} if measured else {}
+    return {"baseline": baseline, "error": run.get("msg") or "", "record": record}
+
+
+def verdict(enabled, run, min_ratio):
+    """The gate's verdict on sglang_bench's result for the new service."""
+    if not enabled:
+        return MEASURED
+    if (run or {}).get("msg"):
+        return BENCH_FAILED
+    if run.get("ratio") is None:
+        return NO_BASELINE
+    return SLOWER if float(run["ratio"]) < float(min_ratio) else KEPT
+
+
+def judge(gate, run, baseline, variant):
+    """The performance gate's result for the report and the diagnosis: `gate` is the
+    settings (enabled, min_ratio, workload), `run` sglang_bench's result for the new
+    service (None when it was not measured), `baseline` what settle_baseline returned."""
+    if run is None:
+        return None
+    baseline = baseline or {}
+    return {
+        "enabled": gate["enabled"], "min_ratio": gate["min_ratio"], "workload": gate["workload"],
+        "variant": variant.upper(), "new": run.get("summary"), "baseline": baseline.get("baseline"),
+        "baseline_error": baseline.get("error") or "", "ratio": run.get("ratio"),
+        "error": run.get("msg") or "", "verdict": verdict(gate["enabled"], run, gate["min_ratio"]),
+    }

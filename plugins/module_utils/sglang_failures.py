@@ -336,9 +336,30 @@ class _Missing(dict):
         return "unknown"
 
 
+# Server arguments the deploy sets from their own inventory variables; every other one is a
+# key of sglang_envelope_overrides (applied last, over the class envelope and the variant).
+INVENTORY_VARIABLE = {"model_path": "sglang_model_path", "speculative_draft_model_path": "sglang_draft_model_path",
+                      "port": "sglang_service_port", "host": "sglang_service_host"}
+FLAG_RE = re.compile(r"--([a-z][a-z0-9-]*)")
+
+
+def inventory_variables(template):
+    """The inventory variables that set the flags a hint names, in the hint's order."""
+    names = []
+    for flag in FLAG_RE.findall(template):
+        field = flag.replace("-", "_")
+        name = INVENTORY_VARIABLE.get(field, "sglang_envelope_overrides." + field)
+        if name not in names:
+            names.append(name)
+    return names
+
+
 def fill_hint(template, values):
+    """The hint with this invocation's values, and the inventory variables to change."""
     shown = _Missing((k, _show(v)) for k, v in values.items() if v is not None)
-    return template.format_map(shown)
+    text = template.format_map(shown)
+    variables = inventory_variables(template)
+    return text + ("; in the inventory: %s" % ", ".join(variables) if variables else "")
 
 
 def _show(value):

@@ -95,6 +95,15 @@ last_released:
   returned: when the lock was taken
   type: float
   sample: 1796111202.47
+ansible_facts:
+  description: The lock just taken, for later tasks and roles of the same run.
+  returned: when the lock was taken
+  type: dict
+  contains:
+    deploy_lock:
+      description: C(path), C(broken) and C(last_released), as above.
+      type: dict
+      sample: {path: /run/inferops-sglang/deploy.lock, broken: false, last_released: 1796111202.47}
 elapsed:
   description: Seconds the module took.
   returned: always

@@ -16,28 +16,33 @@ description:
   - Writes C(<dir>/<host>/<UTC stamp>-<name>.json) and C(.txt), and C(latest.json) and
     C(latest.txt) beside them, each atomically (a reader never sees half a report).
   - Runs on the controller only (an action plugin); nothing is sent to the host.
+  - A relative O(dir) is taken from the folder C(ansible-playbook) runs in, so reports land
+    beside where the user runs from, wherever the collection is installed.
+  - With O(read=true) it writes nothing and returns the host's C(latest.json) as RV(report)
+    (playbooks/status.yml reads the last deploy so).
 author:
   - inferops maintainers (@inferops)
 options:
   dir:
     description: The reports folder on the controller; one sub-folder per host.
-    type: path
+    type: str
     required: true
+  read:
+    description: Return the host's last report instead of writing one.
+    type: bool
+    default: false
   host:
     description: The host's sub-folder. Default is the inventory hostname.
     type: str
   name:
-    description: What the report is about (the variant), part of the file names.
+    description: What the report is about (the variant), part of the file names. Required unless O(read=true).
     type: str
-    required: true
   report:
-    description: The report, written as JSON.
+    description: The report, written as JSON. Required unless O(read=true).
     type: dict
-    required: true
   text:
-    description: The short diagnosis, written as text.
+    description: The short diagnosis, written as text. Required unless O(read=true).
     type: str
-    required: true
 attributes:
   action:
     support: full
@@ -57,17 +62,28 @@ attributes:
 EXAMPLES = r"""
 - name: Write the report
   inferops.sglang.sglang_report:
-    dir: "{{ playbook_dir }}/../reports"
+    dir: reports
     name: ddtree
     report: {outcome: deployed}
     text: "ct200: DDTREE deployed, healthy in 6.1 s"
+
+- name: Read the last report
+  inferops.sglang.sglang_report:
+    dir: reports
+    read: true
+  register: last
 """
 
 RETURN = r"""
 paths:
   description: The files written.
-  returned: success
+  returned: when written
   type: list
   elements: str
-  sample: [reports/ct200/20261130T211500Z-ddtree.json, reports/ct200/latest.json]
+  sample: [/srv/ops/reports/ct200/20261130T211500Z-ddtree.json, /srv/ops/reports/ct200/latest.json]
+report:
+  description: The host's last report (C(latest.json)), or null when there is none.
+  returned: with O(read=true)
+  type: dict
+  sample: {outcome: deployed, variant: ddtree, time: "2026-11-30T21:15:00Z"}
 """

@@ -29,8 +29,9 @@ CASES = [
     # (id, outcome, gate, perf, rollback, known_good, expected)
     ("deployed", "deployed", HEALTHY, None, None, "NEXTN",
      "ct129: DDTREE deployed, healthy in 15.2 s"),
-    ("not gated (check mode)", "check", {"skipped": True}, None, None, "NEXTN",
-     "ct129: DDTREE deploy not gated in 0 s"),
+    # In check mode the failure text is the plan's "would ..." (tests/unit/plugins/module_utils/test_deploy_plan.py).
+    ("check mode says what would change", "check", {"skipped": True}, None, None, "NEXTN",
+     "ct129: DDTREE boom"),
     ("kv-pool OOM, rolled back", "rolled_back", OOM, None, BACK, "NEXTN",
      "ct129: DDTREE deploy failed in 7.0 s\n"
      + OOM_LINES +

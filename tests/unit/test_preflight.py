@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.filter.sglang import sglang_preflight
+from ansible_collections.inferops.sglang.plugins.filter.sglang import preflight, sglang_preflight
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = REPO / "lab" / "image" / "rootfs" / "models"
@@ -47,7 +47,7 @@ CASES = [
 
 @pytest.mark.parametrize("cards, overrides, models, draft, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_preflight(cards, overrides, models, draft, expected):
-    verdict = sglang_preflight(cards, "ct200", "blackwell", BLACKWELL, dict(ENVELOPE, **overrides), models, MODEL,
+    verdict = preflight(cards, "ct200", "blackwell", BLACKWELL, dict(ENVELOPE, **overrides), models, MODEL,
                                draft, SM)
     assert len(verdict["problems"]) == len(expected), verdict["problems"]
     for problem, words in zip(verdict["problems"], expected):
@@ -55,11 +55,19 @@ def test_preflight(cards, overrides, models, draft, expected):
 
 
 def test_the_fit_is_not_estimated_when_asked_not_to_or_without_the_models():
-    assert sglang_preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM,
+    assert preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM,
                             check_fit=False)["fit"] is None
-    assert sglang_preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, {}, MODEL, DRAFT, SM)["fit"] is None
+    assert preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, {}, MODEL, DRAFT, SM)["fit"] is None
 
 
 def test_a_fit_explains_itself():
-    fit = sglang_preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM)["fit"]
+    fit = preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM)["fit"]
     assert fit["fits"] and fit["explanation"].startswith("needs at least")
+
+
+def test_the_filter_takes_its_arguments_as_one_dict():
+    check = {"host": "h", "host_class": "h100", "gpu_model": BLACKWELL, "envelope": ENVELOPE, "models": CONFIGS,
+             "model_path": MODEL, "draft_model_path": DRAFT, "backend_sm": SM}
+    assert sglang_preflight(gpus(8), check) == preflight(gpus(8), **check)
+    with pytest.raises(Exception, match="sglang_preflight"):
+        sglang_preflight(gpus(8), dict(check, colour="red"))

@@ -1,6 +1,7 @@
 """Each role's meta/argument_specs.yml documents exactly its defaults/main.yml: every default
-is a documented option, every option of the entry point has a default, and a literal default
-is the one the spec states (prometheus-community/ansible checks the same)."""
+is a documented option, every option of the entry point has a default, and every default is
+the one the spec states, dicts, lists and templates included (prometheus-community/ansible
+checks the same). Internal variables (vars/main.yml, registered and set facts) start with __."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,17 +25,14 @@ def test_every_default_is_documented_and_every_option_has_a_default(role):
 
 
 @pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
-def test_literal_defaults_match_the_spec(role):
+def test_every_default_is_the_one_the_spec_states(role):
+    """Dicts and lists compared whole, templated defaults by their text, in every entry point."""
     defaults = load(role, "defaults/main.yml")
-    options = load(role, "meta/argument_specs.yml")["argument_specs"]["main"]["options"]
     wrong = {}
-    for name, value in defaults.items():
-        spec = options[name]
-        templated = isinstance(value, str) and "{{" in value
-        if templated or isinstance(value, (dict, list)) or "default" not in spec:
-            continue
-        if spec["default"] != value:
-            wrong[name] = (spec["default"], value)
+    for entry, spec in load(role, "meta/argument_specs.yml")["argument_specs"].items():
+        for name, option in (spec.get("options") or {}).items():
+            if name in defaults and option.get("default", "<no default>") != defaults[name]:
+                wrong["%s/%s" % (entry, name)] = (option.get("default", "<no default>"), defaults[name])
     assert wrong == {}, "spec default vs defaults/main.yml"
 
 
@@ -42,3 +40,24 @@ def test_literal_defaults_match_the_spec(role):
 def test_variables_carry_the_role_name(role):
     defaults = load(role, "defaults/main.yml")
     assert [n for n in defaults if not n.startswith(role.name + "_")] == []
+
+
+@pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
+def test_internal_variables_are_prefixed(role):
+    """What a role derives or records for itself is `__<role>_...`, so no play or other role
+    mistakes it for an input."""
+    names = list(load(role, "vars/main.yml")) if (role / "vars" / "main.yml").exists() else []
+    for task_file in sorted((role / "tasks").glob("*.yml")):
+        text = task_file.read_text()
+        names += [line.split(":", 1)[1].strip() for line in text.splitlines() if line.strip().startswith("register:")]
+        for task in _tasks(yaml.safe_load(text) or []):
+            names += list((task.get("ansible.builtin.set_fact") or {}).keys())
+    public = {"sglang_build_release_dir"}  # the release's name: sglang_service's input
+    assert [n for n in names if not n.startswith("__" + role.name + "_") and n not in public] == []
+
+
+def _tasks(tasks):
+    for task in tasks:
+        yield task
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(task.get(key) or [])

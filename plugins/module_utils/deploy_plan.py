@@ -1,0 +1,252 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every decision of a deploy, as plain functions of what the deploy wants and what
+sglang_facts read on the host (private to this collection; pure, no Ansible imports).
+
+`plan()` runs once after the host is read and says what the switch does: converged or not,
+which files to write, whether to snapshot the running service as known-good (and with which
+record), whether to validate, restart and daemon-reload, and whether an earlier rollback of
+this configuration stops the run. `outcome()` runs once after the gates and says how the
+deploy ended, why, and whether to roll back. The role's tasks only read named fields."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import json
+
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
+    FAILING_VERDICTS, judge, recorded_baseline,
+)
+
+# The files a deploy writes, by name. The order is the one config_id has always hashed.
+CONFIG = ("unit", "env", "secrets")
+
+DEPLOYED, UNCHANGED, ROLLED_BACK = "deployed", "unchanged", "rolled_back"
+NOT_RETRIED, CHECK, FAILED = "not_retried", "check", "failed"
+OUTCOMES = (DEPLOYED, UNCHANGED, ROLLED_BACK, NOT_RETRIED, CHECK, FAILED)
+# How a deploy may end without failing the play (rolled-back ones only when asked).
+GOOD_OUTCOMES = (DEPLOYED, UNCHANGED, CHECK)
+TOLERATED_OUTCOMES = (ROLLED_BACK, NOT_RETRIED)
+BAD_ARGUMENT = "bad_argument"
+
+
+class PlanError(ValueError):
+    """The plan was asked with inputs it cannot decide from (a bug in the caller)."""
+
+
+def config_id(desired):
+    """The name of a configuration (unit, env and secrets texts) for the record of rolled-back
+    ones: the same texts always give the same 16 hex digits."""
+    missing = [name for name in CONFIG if name not in desired]
+    if missing:
+        raise PlanError("desired lacks %s" % ", ".join(missing))
+    texts = json.dumps([desired[name] for name in CONFIG])
+    return hashlib.sha256(texts.encode("utf-8")).hexdigest()[:16]
+
+
+def sha1(text):
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def stale_files(desired, paths, checksums):
+    """Which files hold other bytes than this deploy's. The secrets file counts only when the
+    deploy has an API key: without one the unit does not read it, and a left-over file must
+    not make every re-run look like a change."""
+    stale = {}
+    for name in CONFIG:
+        current = checksums.get(paths[name])
+        wanted = desired[name]
+        stale[name] = bool(wanted or name != "secrets") and current != sha1(wanted)
+    return stale
+
+
+def restart_pending(paths, facts):
+    """A config file changed after the running process started (a deploy stopped between its
+    write and its restart): what answers is not what the files say."""
+    written = set(facts.get("restart_pending") or ())
+    return any(paths[name] in written for name in CONFIG)
+
+
+def not_retried(facts, changes, retry):
+    """The record of an earlier rollback of exactly this configuration, when this deploy
+    would restart into it again; None when the deploy goes on."""
+    if retry or not changes:
+        return None
+    return facts.get("rolled_back")
+
+
+def snapshot_record(facts, paths):
+    """What the known-good snapshot records about the running service it keeps."""
+    record = dict(facts.get("deployed") or {})
+    record.update({
+        "proven_healthy_by": facts.get("url"),
+        "invocation_id": (facts.get("unit") or {}).get("invocation_id"),
+        "has_secrets": facts["checksums"].get(paths["secrets"]) is not None,
+    })
+    return record
+
+
+def stop_message(variant, record):
+    return ("this exact %s configuration was rolled back on %s (cause %s); the running service was left alone. "
+            "Change the configuration, or set sglang_retry_rolled_back=true to try it again."
+            % (variant.upper(), record.get("time", "?"), record.get("cause", "?")))
+
+
+def converged_gate(facts):
+    """The health facts of a converged host, in sglang_health's shape, for the report."""
+    gate = dict((key, facts.get(key)) for key in ("unit", "url", "http_status", "http_error"))
+    gate.update({"state": "healthy", "cause": None, "elapsed": 0.0})
+    return gate
+
+
+def needs_read(facts, lock, files):
+    """Whether the host must be read (again) before the plan: never read, read by someone
+    else without these files (a partial read), or another run released the deploy lock
+    after the read (it may have changed the host)."""
+    facts, lock = facts or {}, lock or {}
+    read_at = facts.get("read_at")
+    if read_at is None or any(path not in (facts.get("checksums") or {}) for path in files):
+        return True
+    return bool(lock.get("broken")) or (lock.get("last_released") or 0) >= read_at
+
+
+def plan(wants, facts):
+    """The switch's decisions. `wants`: desired (unit/env/secrets texts), paths (the same
+    names -> paths), release_marker, release_built, checker ({path, sha1}), variant,
+    retry_rolled_back, perf_gate ({enabled, baseline, workload, ...}); `facts`: sglang_facts'
+    ansible_facts.sglang."""
+    desired, paths, checksums = wants["desired"], wants["paths"], facts["checksums"]
+    stale = stale_files(desired, paths, checksums)
+    changes = any(stale.values())
+    pending = restart_pending(paths, facts)
+    healthy = bool(facts.get("healthy"))
+    release_present = bool(wants.get("release_built")) or checksums.get(wants["release_marker"]) is not None
+    locked_by = facts.get("locked_by")
+    converged = healthy and not changes and release_present and locked_by is None and not pending
+    earlier = not_retried(facts, changes, wants.get("retry_rolled_back"))
+    snapshot = changes and healthy and not pending
+    checker = wants.get("checker") or {}
+    perf_gate = wants.get("perf_gate") or {}
+    recorded = recorded_baseline(facts.get("deployed"), perf_gate.get("workload"))
+    write = [name for name in CONFIG if stale[name]]
+    restart = changes or pending or not healthy
+    return {
+        "config_id": config_id(desired),
+        "converged": converged,
+        "gate": converged_gate(facts) if converged else None,
+        "stale": stale,
+        "changes": changes,
+        "write": write,
+        "write_paths": [paths[name] for name in write],
+        "release_present": release_present,
+        "build": not release_present,
+        "restart_pending": pending,
+        "locked_by": locked_by,
+        "prepare": bool(facts.get("layout_drift")),
+        "install_checker": bool(checker) and checksums.get(checker.get("path")) != checker.get("sha1"),
+        "stop": {"cause": earlier.get("cause"), "record": earlier,
+                 "message": stop_message(wants.get("variant", "?"), earlier)} if earlier else None,
+        "validate": earlier is None,
+        "snapshot": snapshot,
+        "snapshot_files": [paths[name] for name in CONFIG if checksums.get(paths[name]) is not None]
+        if snapshot else [],
+        "snapshot_record": snapshot_record(facts, paths) if snapshot else None,
+        "measure_baseline": bool(perf_gate.get("enabled")) and healthy and changes and earlier is None
+        and (perf_gate.get("baseline") == "measure" or recorded is None),
+        "recorded_baseline": recorded,
+        "running_variant": (facts.get("deployed") or {}).get("variant") or "known-good",
+        "restart": restart,
+        "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service")),
+        "daemon_reload": stale["unit"],
+    }
+
+
+def would_change(write, write_paths, restart, unit):
+    """What a deploy would do, said in check mode (where it does nothing)."""
+    steps = ["write " + ", ".join(write_paths)] if write else []
+    if restart:
+        steps.append("restart " + unit)
+    return ("would " + " and ".join(steps) if steps else "would change nothing") + "; nothing was changed (check mode)"
+
+
+BOOKKEEPING = ("ansible_facts", "invocation", "changed", "failed_when_result", "_ansible_no_log")
+
+
+def task_result(result):
+    """A module's result without Ansible's own keys, as a report keeps it."""
+    return dict((k, v) for k, v in (result or {}).items() if k not in BOOKKEEPING)
+
+
+def ran(result):
+    """A registered task result, or None when the task did not run."""
+    return None if not result or result.get("skipped") else result
+
+
+def validation_failure(version, release, variant, validation):
+    """The message of a command line the release's own parser rejected (its last line of
+    stderr is SGLang's own error); None when it was accepted or not checked."""
+    if not validation or validation.get("skipped") or not validation.get("rc"):
+        return None
+    lines = (validation.get("stderr") or "").strip().splitlines()
+    return ("SGLang %s (%s) rejects the %s command line; the running service was not touched: %s"
+            % (version, release.rstrip("/").rsplit("/", 1)[-1], variant, lines[-1] if lines else ""))
+
+
+def _ended(name, cause, rollback, failure="", perf=None, gate=None):
+    return {"outcome": name, "cause": cause, "rollback": rollback, "failure": failure, "perf": perf, "gate": gate}
+
+
+def _decide(the_plan, run):
+    """How a deploy that got this far ended: the first of a stop before the switch, a rejected
+    command line, check mode, a failed gate, a slow variant, a failed task, nothing
+    restarted, deployed."""
+    gate, restarted = ran(run.get("gate")), bool(run.get("restarted"))
+    perf_run = ran(run.get("perf"))
+    perf = judge(run["perf_gate"], perf_run, run.get("baseline"), run["variant"]) if perf_run else None
+    if the_plan.get("stop"):
+        return _ended(NOT_RETRIED, the_plan["stop"]["cause"], False, the_plan["stop"]["message"])
+    rejected = validation_failure(run["version"], run["release"], run["variant"], ran(run.get("validation")))
+    if rejected:
+        return _ended(FAILED, BAD_ARGUMENT, False, rejected)
+    if run.get("check_mode"):
+        return _ended(CHECK, None, False, the_plan["would"])
+    if gate and gate.get("state") != "healthy":
+        return _ended(ROLLED_BACK, gate.get("cause"), True, perf=perf, gate=gate)
+    if perf and perf["verdict"] in FAILING_VERDICTS:
+        return _ended(ROLLED_BACK, perf["verdict"], True, perf=perf, gate=gate)
+    if run.get("failure"):
+        # A task failed on its own (not a gate): a service it restarted is not proven.
+        return _ended(ROLLED_BACK if restarted else FAILED, None, restarted, run["failure"], perf, gate)
+    return _ended(DEPLOYED if restarted else UNCHANGED, None, False, perf=perf, gate=gate)
+
+
+def deployed_perf(ended, run):
+    """The speed deployed.json records: this run's measurement of the new service, else (a
+    host left as it was) the figure recorded before."""
+    new = (ended["perf"] or {}).get("new")
+    if new:
+        return dict(new, measured_at=run.get("now"))
+    return run.get("running_perf") if ended["outcome"] == UNCHANGED else None
+
+
+def outcome(the_plan, run):
+    """The deploy's end, after the gates. `run`: check_mode, variant, version, release,
+    validation (the checker's result), restarted (the restart ran), gate (sglang_health's
+    result), perf_gate (the settings), perf (sglang_bench's result for the new service),
+    baseline (settle_baseline's), failure (a failed task's message), fail_on_rollback.
+    Returns outcome, cause, rollback, failure, perf (the gate's judged result), ok (the
+    play goes on) and remember (record this configuration as rolled back)."""
+    if the_plan.get("converged"):
+        ended = _ended(UNCHANGED, None, False, gate=the_plan["gate"])
+    else:
+        ended = _decide(the_plan, run)
+    tolerated = not run.get("fail_on_rollback", True) and ended["outcome"] in TOLERATED_OUTCOMES
+    ended["ok"] = ended["outcome"] in GOOD_OUTCOMES or tolerated
+    ended["remember"] = ended["outcome"] == ROLLED_BACK
+    ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")
+    ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged")
+    ended["deployed_perf"] = deployed_perf(ended, run) if ended["record_deployed"] else None
+    return ended

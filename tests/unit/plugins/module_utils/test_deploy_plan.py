@@ -1,0 +1,241 @@
+"""Every decision of a deploy (module_utils/deploy_plan.py) as data tables: what the switch
+does from what the deploy wants and what sglang_facts read, and how the deploy ended after
+the gates (each outcome, each cause, each performance verdict)."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan as dp
+from ansible_collections.inferops.sglang.plugins.module_utils import sglang_bench as bench
+
+UNIT, ENV, SECRETS = "/etc/systemd/system/sglang.service", "/etc/sglang/sglang.env", "/etc/sglang/secrets.yaml"
+MARKER, CHECKER = "/opt/sglang/releases/r/.release.json", "/usr/local/lib/inferops-sglang/validate_server_args.py"
+DESIRED = {"unit": "[Service]\nExecStart=ddtree\n", "env": "A=1\n", "secrets": '{"api-key": "k"}'}
+WORKLOAD = {"api": "generate", "requests": 8}
+
+
+def sha1(text):
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+SAME = {UNIT: sha1(DESIRED["unit"]), ENV: sha1(DESIRED["env"]), SECRETS: sha1(DESIRED["secrets"]),
+        MARKER: "m", CHECKER: "c"}
+OLD_UNIT = dict(SAME, **{UNIT: sha1("[Service]\nExecStart=nextn\n")})
+DEPLOYED = {"variant": "nextn", "release": "/opt/sglang/releases/r",
+            "perf": {"output_tokens_per_s": 100.0, "workload": dict(WORKLOAD, prompts=16)}}
+
+
+def wants(**over):
+    base = {"desired": DESIRED, "paths": {"unit": UNIT, "env": ENV, "secrets": SECRETS}, "release_marker": MARKER,
+            "checker": {"path": CHECKER, "sha1": "c"}, "variant": "ddtree", "unit": "sglang.service",
+            "retry_rolled_back": False, "perf_gate": {"enabled": False, "baseline": "measure", "workload": WORKLOAD}}
+    base.update(over)
+    return base
+
+
+def facts(**over):
+    base = {"healthy": True, "checksums": SAME, "restart_pending": [], "locked_by": None, "rolled_back": None,
+            "layout_drift": [], "deployed": DEPLOYED, "url": "http://127.0.0.1:30000/health",
+            "unit": {"invocation_id": "inv1", "active_state": "active"}, "http_status": 200, "http_error": None,
+            "read_at": 100.0}
+    base.update(over)
+    return base
+
+
+GATED = {"enabled": True, "baseline": "measure", "min_ratio": 1.0, "workload": WORKLOAD}
+RECORDED = dict(GATED, baseline="recorded")
+
+PLANS = [
+    # (id, wants overrides, facts overrides, expected plan fields)
+    ("converged: healthy on exactly these files", {}, {},
+     {"converged": True, "changes": False, "write": [], "restart": False, "snapshot": False, "stop": None}),
+    ("variant switch writes the unit alone and snapshots the healthy service", {}, {"checksums": OLD_UNIT},
+     {"converged": False, "write": ["unit"], "write_paths": [UNIT], "daemon_reload": True, "restart": True,
+      "snapshot": True, "snapshot_files": [UNIT, ENV, SECRETS], "validate": True}),
+    ("first deploy: nothing there, no snapshot, everything written", {},
+     {"healthy": False, "checksums": {UNIT: None, ENV: None, SECRETS: None, MARKER: None, CHECKER: None},
+      "deployed": None, "layout_drift": ["no user sglang"]},
+     {"write": ["unit", "env", "secrets"], "snapshot": False, "snapshot_record": None, "restart": True,
+      "build": True, "release_present": False, "prepare": True, "install_checker": True}),
+    ("a left-over secrets file does not count without an API key",
+     {"desired": dict(DESIRED, secrets="")}, {},
+     {"converged": True, "stale": {"unit": False, "env": False, "secrets": False}}),
+    ("restart pending: files newer than the process are not converged, not snapshot, restarted", {},
+     {"restart_pending": [UNIT]},
+     {"converged": False, "restart_pending": True, "restart": True, "snapshot": False, "changes": False}),
+    ("the lock held by another run is not converged", {}, {"locked_by": {"user": "alice", "pid": 1}},
+     {"converged": False, "locked_by": {"user": "alice", "pid": 1}, "restart": False}),
+    ("an unhealthy service on the same files is restarted, not snapshot", {}, {"healthy": False},
+     {"converged": False, "restart": True, "snapshot": False, "write": []}),
+    ("the release missing from the host is built", {}, {"checksums": dict(SAME, **{MARKER: None})},
+     {"converged": False, "build": True}),
+    ("a configuration rolled back before stops the run", {},
+     {"checksums": OLD_UNIT, "rolled_back": {"time": "T", "cause": "kv_pool_oom"}},
+     {"stop": {"cause": "kv_pool_oom", "record": {"time": "T", "cause": "kv_pool_oom"},
+               "message": "this exact DDTREE configuration was rolled back on T (cause kv_pool_oom); the running "
+                          "service was left alone. Change the configuration, or set sglang_retry_rolled_back=true "
+                          "to try it again."},
+      "validate": False, "measure_baseline": False}),
+    ("... unless retrying is asked for", {"retry_rolled_back": True},
+     {"checksums": OLD_UNIT, "rolled_back": {"time": "T", "cause": "kv_pool_oom"}},
+     {"stop": None, "validate": True}),
+    ("the checker out of date is installed", {"checker": {"path": CHECKER, "sha1": "new"}}, {},
+     {"install_checker": True}),
+    ("perf gate, measure: the running service is measured", {"perf_gate": GATED}, {"checksums": OLD_UNIT},
+     {"measure_baseline": True, "recorded_baseline": DEPLOYED["perf"], "running_variant": "nextn"}),
+    ("perf gate, recorded with this workload: not measured", {"perf_gate": RECORDED}, {"checksums": OLD_UNIT},
+     {"measure_baseline": False, "recorded_baseline": DEPLOYED["perf"]}),
+    ("perf gate, recorded with another workload: measured", {"perf_gate": dict(RECORDED, workload={"requests": 1})},
+     {"checksums": OLD_UNIT}, {"measure_baseline": True, "recorded_baseline": None}),
+    ("perf gate, nothing healthy to measure", {"perf_gate": GATED}, {"checksums": OLD_UNIT, "healthy": False},
+     {"measure_baseline": False}),
+]
+
+
+@pytest.mark.parametrize("want, read, expected", [c[1:] for c in PLANS], ids=[c[0] for c in PLANS])
+def test_plan(want, read, expected):
+    got = dp.plan(wants(**want), facts(**read))
+    assert {key: got[key] for key in expected} == expected
+
+
+def test_snapshot_record_names_what_proved_the_service_healthy():
+    record = dp.plan(wants(), facts(checksums=OLD_UNIT))["snapshot_record"]
+    assert record == dict(DEPLOYED, proven_healthy_by="http://127.0.0.1:30000/health", invocation_id="inv1",
+                          has_secrets=True)
+
+
+def test_converged_plan_carries_the_health_facts_for_the_report():
+    gate = dp.plan(wants(), facts())["gate"]
+    assert gate == {"unit": facts()["unit"], "url": facts()["url"], "http_status": 200, "http_error": None,
+                    "state": "healthy", "cause": None, "elapsed": 0.0}
+
+
+@pytest.mark.parametrize("write, restart, expected", [
+    (["unit"], True, "would write %s and restart sglang.service; nothing was changed (check mode)" % UNIT),
+    ([], True, "would restart sglang.service; nothing was changed (check mode)"),
+    ([], False, "would change nothing; nothing was changed (check mode)"),
+], ids=["write and restart", "restart only", "nothing"])
+def test_check_mode_says_what_would_change(write, restart, expected):
+    paths = {"unit": UNIT, "env": ENV, "secrets": SECRETS}
+    assert dp.would_change(write, [paths[n] for n in write], restart, "sglang.service") == expected
+
+
+def test_config_id_is_stable_and_names_the_three_texts():
+    assert dp.config_id(DESIRED) == hashlib.sha256(
+        json.dumps([DESIRED["unit"], DESIRED["env"], DESIRED["secrets"]]).encode()).hexdigest()[:16]
+    assert dp.config_id(dict(DESIRED, env="B=2\n")) != dp.config_id(DESIRED)
+    with pytest.raises(dp.PlanError, match="secrets"):
+        dp.config_id({"unit": "", "env": ""})
+
+
+@pytest.mark.parametrize("read, lock, expected", [
+    (None, {}, True),
+    ({"read_at": 100.0, "checksums": {UNIT: "x"}}, {}, False),
+    ({"read_at": 100.0, "checksums": {}}, {}, True),
+    ({"read_at": 100.0, "checksums": {UNIT: "x"}}, {"last_released": 99.0}, False),
+    ({"read_at": 100.0, "checksums": {UNIT: "x"}}, {"last_released": 101.0}, True),
+    ({"read_at": 100.0, "checksums": {UNIT: "x"}}, {"broken": True}, True),
+], ids=["never read", "read, lock untouched", "partial read (no config checksums)", "released before the read",
+        "another run released the lock after the read", "a broken lock"])
+def test_needs_read(read, lock, expected):
+    assert dp.needs_read(read, lock, [UNIT]) is expected
+
+
+HEALTHY = {"state": "healthy", "cause": None, "elapsed": 6.0}
+OOM = {"state": "failed", "cause": "kv_pool_oom", "elapsed": 2.7}
+FAST = {"summary": {"output_tokens_per_s": 124.0}, "ratio": 1.24}
+SLOW = {"summary": {"output_tokens_per_s": 68.0}, "ratio": 0.68}
+NO_RATIO = {"summary": {"output_tokens_per_s": 68.0}, "ratio": None}
+ERRORS = {"summary": {"output_tokens_per_s": 0.0}, "ratio": None, "msg": "3 of 8 requests failed"}
+SKIPPED = {"skipped": True, "skip_reason": "Conditional result was False"}
+SWITCH = dp.plan(wants(perf_gate=GATED), facts(checksums=OLD_UNIT))
+STOPPED = dp.plan(wants(), facts(checksums=OLD_UNIT, rolled_back={"time": "T", "cause": "cuda_error"}))
+CONVERGED = dp.plan(wants(), facts())
+
+
+def run(**over):
+    base = {"check_mode": False, "variant": "ddtree", "version": "0.5.23", "release": "/opt/sglang/releases/r",
+            "unit": "sglang.service", "validation": {"rc": 0}, "restarted": True, "gate": HEALTHY,
+            "perf_gate": dict(GATED, enabled=False), "perf": None, "baseline": None, "failure": "",
+            "fail_on_rollback": True, "running_perf": DEPLOYED["perf"], "now": "2026-12-01T00:00:00Z"}
+    base.update(over)
+    return base
+
+
+REJECTED = {"rc": 2, "stderr": "usage: ...\nerror: ambiguous option: --cuda-graph-max-bs could match ...\n"}
+OUTCOMES = [
+    # (id, plan, run overrides, expected: outcome, cause, rollback, ok)
+    ("deployed", SWITCH, {}, ("deployed", None, False, True)),
+    ("unchanged: converged", CONVERGED, {"restarted": False, "gate": None}, ("unchanged", None, False, True)),
+    ("unchanged: nothing restarted", SWITCH, {"restarted": False}, ("unchanged", None, False, True)),
+    ("check mode", SWITCH, {"check_mode": True, "gate": SKIPPED, "restarted": False}, ("check", None, False, True)),
+    ("not retried", STOPPED, {"failure": "this exact ...", "restarted": False}, ("not_retried", "cuda_error", False, False)),
+    ("not retried, tolerated", STOPPED, {"fail_on_rollback": False, "restarted": False},
+     ("not_retried", "cuda_error", False, True)),
+    ("rejected command line: failed, bad_argument", SWITCH,
+     {"validation": REJECTED, "failure": "non-zero return code", "restarted": False, "gate": None},
+     ("failed", "bad_argument", False, False)),
+    ("rejected in check mode still fails", SWITCH, {"validation": REJECTED, "check_mode": True, "restarted": False},
+     ("failed", "bad_argument", False, False)),
+    ("failed gate: rolled back with its cause", SWITCH, {"gate": OOM}, ("rolled_back", "kv_pool_oom", True, False)),
+    ("failed gate, tolerated", SWITCH, {"gate": OOM, "fail_on_rollback": False},
+     ("rolled_back", "kv_pool_oom", True, True)),
+    ("perf gate: kept", SWITCH, {"perf_gate": GATED, "perf": FAST}, ("deployed", None, False, True)),
+    ("perf gate: slower than the baseline", SWITCH, {"perf_gate": GATED, "perf": SLOW},
+     ("rolled_back", "slower_than_baseline", True, False)),
+    ("perf gate: the benchmark failed", SWITCH, {"perf_gate": GATED, "perf": ERRORS},
+     ("rolled_back", "bench_failed", True, False)),
+    ("perf gate: no baseline to compare with", SWITCH, {"perf_gate": GATED, "perf": NO_RATIO},
+     ("deployed", None, False, True)),
+    ("perf measured only (gate off): slower is kept", SWITCH, {"perf": SLOW}, ("deployed", None, False, True)),
+    ("perf skipped", SWITCH, {"perf_gate": GATED, "perf": SKIPPED}, ("deployed", None, False, True)),
+    ("a task failed after the restart: not proven, rolled back", SWITCH, {"failure": "boom", "gate": None},
+     ("rolled_back", None, True, False)),
+    ("a task failed before the restart: failed, nothing to roll back", SWITCH,
+     {"failure": "could not write", "restarted": False, "gate": None}, ("failed", None, False, False)),
+]
+
+
+@pytest.mark.parametrize("the_plan, over, expected", [c[1:] for c in OUTCOMES], ids=[c[0] for c in OUTCOMES])
+def test_outcome(the_plan, over, expected):
+    got = dp.outcome(the_plan, run(**over))
+    assert (got["outcome"], got["cause"], got["rollback"], got["ok"]) == expected
+    assert got["outcome"] in dp.OUTCOMES
+    assert got["remember"] is (got["outcome"] == "rolled_back")
+
+
+def test_every_outcome_and_every_verdict_has_a_row():
+    outcomes = set(expected[0] for _, _, _, expected in OUTCOMES)
+    assert outcomes == set(dp.OUTCOMES)
+    verdicts = set(dp.outcome(p, run(**o))["perf"]["verdict"] for _, p, o, _ in OUTCOMES
+                   if dp.outcome(p, run(**o))["perf"])
+    assert verdicts == set(bench.VERDICTS)
+
+
+def test_rejected_command_line_names_sglangs_own_error():
+    got = dp.outcome(SWITCH, run(validation=REJECTED, restarted=False, gate=None))
+    assert got["failure"] == ("SGLang 0.5.23 (r) rejects the ddtree command line; the running service was not "
+                              "touched: error: ambiguous option: --cuda-graph-max-bs could match ...")
+
+
+@pytest.mark.parametrize("the_plan, over, expected", [
+    (SWITCH, {"perf": FAST}, dict(FAST["summary"], measured_at="2026-12-01T00:00:00Z")),
+    (SWITCH, {"restarted": False}, DEPLOYED["perf"]),
+    (SWITCH, {}, None),
+], ids=["measured now", "unchanged keeps the recorded figure", "deployed without a measurement"])
+def test_deployed_record_keeps_the_speed(the_plan, over, expected):
+    got = dp.outcome(the_plan, run(**over))
+    assert got["record_deployed"] and got["deployed_perf"] == expected
+
+
+def test_converged_host_records_nothing_new():
+    got = dp.outcome(CONVERGED, run(restarted=False, gate=None))
+    assert not got["record_deployed"] and got["gate"]["state"] == "healthy"
+
+
+def test_task_result_drops_ansibles_bookkeeping():
+    assert dp.task_result({"state": "healthy", "invocation": {}, "changed": False, "ansible_facts": {}}) == {
+        "state": "healthy"}
