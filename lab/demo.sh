@@ -9,5 +9,9 @@ echo
 echo "== result (reports/ct200/latest.txt) =="
 cat reports/ct200/latest.txt
 echo
-.venv/bin/ansible-playbook -i inventory/lab playbooks/status.yml -l ct200 | grep -E '"msg"|msg:' || true
+echo "== status (playbooks/status.yml) =="
+# The whole status message, every line of it (the JSON callback keeps it in one field).
+ANSIBLE_STDOUT_CALLBACK=ansible.posix.json ANSIBLE_LOAD_CALLBACK_PLUGINS=1 \
+  .venv/bin/ansible-playbook -i inventory/lab playbooks/status.yml -l ct200 \
+  | .venv/bin/python lab/show_messages.py "Show the status" || true
 exit "$rc"

@@ -42,8 +42,8 @@ def sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def plant_lock(host, pid, run_id=None, age=0):
-    host.put("/run/inferops-sglang/deploy.lock", json.dumps({
+def plant_lock(host, pid, run_id=None, age=0, path="/run/inferops-sglang/deploy.lock"):
+    host.put(path, json.dumps({
         "controller": os.uname().nodename, "user": "alice", "pid": pid, "playbook": "deploy_ddtree.yml",
         "run_id": run_id or "%s:%d:x" % (os.uname().nodename, pid), "since": "2026-11-30T18:00:00Z",
         "taken": time.time() - age}))
@@ -63,6 +63,21 @@ def test_second_deploy_on_a_locked_host_is_refused_at_once(fresh, ct129):
         broken = deploy("deploy_nextn", ct129, gpu_preflight_break_lock=True)
         assert broken.returncode != 0 and "not breaking a live lock" in broken.stdout
         assert "alice" in ct129.run(["cat", "/run/inferops-sglang/deploy.lock"]).stdout, "a live lock stays"
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_rollback_takes_the_deploys_lock_at_its_custom_path(fresh, ct129):
+    assert deploy("deploy_nextn", ct129).returncode == 0
+    custom = "/run/inferops-sglang/custom.lock"
+    holder = subprocess.Popen(["sleep", "120"])
+    try:
+        with open("/proc/%d/stat" % holder.pid) as fh:
+            start = fh.read().rsplit(")", 1)[1].split()[19]
+        plant_lock(ct129, holder.pid, run_id="%s:%d:%s" % (os.uname().nodename, holder.pid, start), path=custom)
+        proc = run_playbook("playbooks/rollback.yml", limit="ct129", extra_vars={"gpu_preflight_lock_path": custom})
+        assert proc.returncode != 0 and "ct129 is locked by another deploy: alice@" in proc.stdout, proc.stdout[-2000:]
     finally:
         holder.kill()
         holder.wait()
@@ -123,15 +138,29 @@ def test_git_source_from_a_local_bare_repository(fresh, ct129, tmp_path):
         "sglang_build_git_ref": "v0.5.23", "sglang_build_patches": [], "sglang_build_extra_packages": [],
         "sglang_build_pip_args": ["--no-index"], "sglang_build_keep": 5})
     assert proc.returncode == 0, proc.stdout[-3000:]
-    rel = json.loads(ct129.run(["cat", "/opt/sglang/releases/0.5.23-e3b0c44298fc/.release.json"]).stdout)
-    assert rel["source"] == "git" and rel["patches"] == []
-    assert ct129.run(["/opt/sglang/releases/0.5.23-e3b0c44298fc/bin/python", "-c",
+    commit = ct129.run(["git", "ls-remote", "file:///srv/git/sglang.git", "v0.5.23"]).stdout.split()[0]
+    found = ct129.run("grep -l '\"commit\": \"%s\"' /opt/sglang/releases/*/.release.json" % commit).stdout.split()
+    assert len(found) == 1, "one release, named for the resolved commit"
+    release = found[0].rsplit("/", 1)[0]
+    rel = json.loads(ct129.run(["cat", found[0]]).stdout)
+    assert rel["source"] == "git" and rel["patches"] == [] and rel["install"]["git"]["commit"] == commit
+    assert ct129.run([release + "/bin/python", "-c",
                       "import sglang; print(sglang.__version__)"]).stdout.strip() == "0.5.23"
     again = run_playbook(str(playbook), extra_vars={
         "sglang_build_source": "git", "sglang_build_git_url": "file:///srv/git/sglang.git",
         "sglang_build_git_ref": "v0.5.23", "sglang_build_patches": [], "sglang_build_extra_packages": [],
         "sglang_build_pip_args": ["--no-index"], "sglang_build_keep": 5})
     assert again.returncode == 0 and recap(again, ct129)["changed"] == "0", "re-running a build is a no-op"
+    # A new commit on the ref is another release (the ref is resolved, not trusted by name).
+    ct129.run("cd /tmp/sglang-src && echo '# next' >> python/sglang/__init__.py && git -c user.email=a@b "
+              "-c user.name=lab commit -qam next && git tag -f v0.5.23 >/dev/null && "
+              "git push -q --force /srv/git/sglang.git refs/tags/v0.5.23")
+    moved = run_playbook(str(playbook), extra_vars={
+        "sglang_build_source": "git", "sglang_build_git_url": "file:///srv/git/sglang.git",
+        "sglang_build_git_ref": "v0.5.23", "sglang_build_patches": [], "sglang_build_extra_packages": [],
+        "sglang_build_pip_args": ["--no-index"], "sglang_build_keep": 5})
+    assert moved.returncode == 0 and recap(moved, ct129)["changed"] != "0", moved.stdout[-2000:]
+    assert len(ct129.run("grep -l '\"source\": \"git\"' /opt/sglang/releases/*/.release.json").stdout.split()) == 2
 
 
 def test_rollback_playbook_is_a_no_op_on_a_healthy_known_good_and_restores_otherwise(fresh, ct129):
@@ -175,12 +204,16 @@ def test_bad_input_fails_before_anything_changes(fresh, ct129, extra, words):
     assert ct129.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1
 
 
-def test_status_playbook(fresh, ct200):
-    assert deploy("deploy_nextn", ct200).returncode == 0
-    proc = run_playbook("playbooks/status.yml", limit="ct200")
+def test_status_playbook(fresh, ct200, tmp_path):
+    # The deploy writes its report where sglang_report_dir says, and status reads the same place.
+    where = {"sglang_report_dir": str(tmp_path / "elsewhere")}
+    assert deploy("deploy_nextn", ct200, **where).returncode == 0
+    assert (tmp_path / "elsewhere" / "ct200" / "latest.json").exists()
+    proc = run_playbook("playbooks/status.yml", limit="ct200", extra_vars=where)
     assert proc.returncode == 0
     assert "ct200: NEXTN from 0.5.23-" in " ".join(proc.stdout.split()) and "healthy (active/running)" in proc.stdout
     assert "last deploy: deployed" in " ".join(proc.stdout.split())
+    assert "NEXTN deployed, healthy in" in proc.stdout, "the last diagnosis, whole"
 
 
 def test_failed_deploy_without_known_good_says_so_and_leaves_the_unit_stopped(fresh, ct129):

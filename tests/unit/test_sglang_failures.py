@@ -218,3 +218,17 @@ def test_prefilter_passes_every_line_a_rule_or_phase_matches(line):
 def test_prefilter_rejects_ordinary_lines():
     assert not INTERESTING.search("[2026-11-30 10:00:00 TP0] Decode batch. #running-req: 16, #token: 4096, "
                                   "gen throughput (token/s): 81.2")
+
+
+@pytest.mark.parametrize("template, expected", [
+    ("raise --mem-fraction-static (now {mem_fraction_static}) or lower --context-length",
+     ["sglang_envelope_overrides.mem_fraction_static", "sglang_envelope_overrides.context_length"]),
+    ("check --model-path and --speculative-draft-model-path", ["sglang_model_path", "sglang_draft_model_path"]),
+    ("choose another --port", ["sglang_service_port"]),
+    ("rebuild the release", []),
+], ids=["envelope flags", "model paths", "port", "no flag"])
+def test_hints_name_the_inventory_variable_to_change(template, expected):
+    from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import fill_hint, inventory_variables
+    assert inventory_variables(template) == expected
+    text = fill_hint(template, {"mem_fraction_static": 0.88})
+    assert all(name in text for name in expected) and ("in the inventory" in text) == bool(expected)
