@@ -297,7 +297,7 @@ def sglang_status(facts, host, last=None):
     known_good = facts.get("known_good_record") or {}
     unit = facts.get("unit") or {}
     line = "%s: %s from %s, %s (%s/%s); known-good %s; last deploy: %s %s" % (
-        host, str(running.get("variant") or "none").upper(), str(running.get("release") or "-").rstrip("/").split("/")[-1],
+        host, str(running.get("variant") or "none").upper(), str(running.get("release") or "-").rstrip("/").rsplit("/", maxsplit=1)[-1],
         _health_word(facts), unit.get("active_state"), unit.get("sub_state"),
         str(known_good.get("variant") or "none").upper(), last.get("outcome") or "no report", last.get("time") or "")
     if last.get("diagnosis"):

@@ -56,7 +56,7 @@ def test_preflight(cards, overrides, models, draft, expected):
 
 def test_the_fit_is_not_estimated_when_asked_not_to_or_without_the_models():
     assert preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM,
-                            check_fit=False)["fit"] is None
+                     check_fit=False)["fit"] is None
     assert preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, {}, MODEL, DRAFT, SM)["fit"] is None
 
 

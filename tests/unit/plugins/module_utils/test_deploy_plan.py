@@ -208,10 +208,10 @@ def test_outcome(the_plan, over, expected):
 
 
 def test_every_outcome_and_every_verdict_has_a_row():
-    outcomes = set(expected[0] for _, _, _, expected in OUTCOMES)
+    outcomes = set(case[3][0] for case in OUTCOMES)
     assert outcomes == set(dp.OUTCOMES)
-    verdicts = set(dp.outcome(p, run(**o))["perf"]["verdict"] for _, p, o, _ in OUTCOMES
-                   if dp.outcome(p, run(**o))["perf"])
+    judged = [dp.outcome(case[1], run(**case[2]))["perf"] for case in OUTCOMES]
+    verdicts = set(perf["verdict"] for perf in judged if perf)
     assert verdicts == set(bench.VERDICTS)
 
 
