@@ -160,7 +160,9 @@ def test_git_source_from_a_local_bare_repository(fresh, ct129, tmp_path):
         "sglang_build_git_ref": "v0.5.23", "sglang_build_patches": [], "sglang_build_extra_packages": [],
         "sglang_build_pip_args": ["--no-index"], "sglang_build_keep": 5})
     assert moved.returncode == 0 and recap(moved, ct129)["changed"] != "0", moved.stdout[-2000:]
-    assert len(ct129.run("grep -l '\"source\": \"git\"' /opt/sglang/releases/*/.release.json").stdout.split()) == 2
+    new = ct129.run(["git", "ls-remote", "file:///srv/git/sglang.git", "v0.5.23"]).stdout.split()[0]
+    assert new != commit
+    assert len(ct129.run("grep -l '\"commit\": \"%s\"' /opt/sglang/releases/*/.release.json" % new).stdout.split()) == 1
 
 
 def test_rollback_playbook_is_a_no_op_on_a_healthy_known_good_and_restores_otherwise(fresh, ct129):
@@ -193,7 +195,9 @@ def test_rollback_without_known_good_says_so(fresh, ct129):
     ({"sglang_envelope_overrides": {"mem_fraction_static": 1.5}}, "0 < mem_fraction_static < 1 (got 1.5)"),
     ({"sglang_envelope_overrides": {"tp_size": 4}}, "at least tp_size=4 of them"),
     ({"sglang_variant": "dflash", "sglang_draft_model_path": ""}, "dflash needs a draft model"),
-    ({"sglang_host_class": "h100"}, "value of gpu_preflight_host_class must be one of: a6000, blackwell, got: h100"),
+    # A class of the user's own is accepted, and checked against its own cards.
+    ({"sglang_host_class": "h100", "sglang_gpu_model": "NVIDIA H100 80GB HBM3"},
+     "ct129 (class h100) has 2x NVIDIA RTX A6000; the class needs NVIDIA H100 80GB HBM3"),
     ({"sglang_envelope_overrides": {"mem_fraction_static": 0.5}}, "the envelope cannot fit: needs at least"),
     ({"sglang_envelope_overrides": {"attention_backend": "trtllm_mha"}}, "attention_backend=trtllm_mha needs compute"),
 ])
@@ -268,7 +272,8 @@ def test_old_releases_are_pruned_but_never_the_known_good_or_running_one(fresh, 
     assert ours == {"0.5.90-e3b0c44298fc", "0.5.91-e3b0c44298fc", "0.5.93-e3b0c44298fc", "0.5.94-e3b0c44298fc"}, left
 
 
-REREAD = "Read the host again, another run finished on it since it was read"
+# The role's own read (the last task of this name; the converged check's read comes first).
+REREAD = "Read what the host runs (one call)"
 
 
 def task_results(proc, host) -> dict:
