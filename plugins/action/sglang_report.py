@@ -16,6 +16,7 @@ import time
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.plugins.action import ActionBase
+from ansible_collections.inferops.sglang.plugins.module_utils.host_state import read_json
 
 
 def write_atomically(path, text):
@@ -30,14 +31,6 @@ def write_atomically(path, text):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-
-
-def read_report(path):
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return None
 
 
 class ActionModule(ActionBase):
@@ -56,7 +49,7 @@ class ActionModule(ActionBase):
         folder = os.path.join(os.path.abspath(os.path.expanduser(args["dir"])),
                               args.get("host") or task_vars.get("inventory_hostname"))
         if args.get("read"):
-            result.update(changed=False, report=read_report(os.path.join(folder, "latest.json")))
+            result.update(changed=False, report=read_json(os.path.join(folder, "latest.json")))
             return result
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         data = json.dumps(args["report"], indent=4, sort_keys=True, default=str) + "\n"
