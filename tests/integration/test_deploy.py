@@ -261,15 +261,25 @@ def test_old_releases_are_pruned_but_never_the_known_good_or_running_one(fresh, 
     ct129.run("rm -rf /opt/sglang/releases/0.5.9* /opt/sglang/releases/.build-*")
     playbook = tmp_path / "build.yml"
     playbook.write_text("- hosts: ct129\n  gather_facts: false\n  roles:\n    - role: inferops.sglang.sglang_build\n")
-    ct129.put("/etc/sglang/known-good/meta.json", json.dumps({"release": "/opt/sglang/releases/0.5.90-e3b0c44298fc"}))
-    ct129.put("/etc/sglang/deployed.json", json.dumps({"release": "/opt/sglang/releases/0.5.91-e3b0c44298fc"}))
+    built = {}
     for version in ("0.5.90", "0.5.91", "0.5.92", "0.5.93", "0.5.94"):
         proc = run_playbook(str(playbook), extra_vars=dict(GIT_BUILD, sglang_build_version=version, sglang_build_keep=2))
         assert proc.returncode == 0, proc.stdout[-3000:]
+        built[version] = newest_release(ct129, version)
+        if version == "0.5.91":
+            # The release ids are the role's to choose: mark the two first ones as in use once built.
+            ct129.put("/etc/sglang/known-good/meta.json", json.dumps({"release": built["0.5.90"]}))
+            ct129.put("/etc/sglang/deployed.json", json.dumps({"release": built["0.5.91"]}))
         time.sleep(1.1)   # distinct mtimes: "newest" is by the release folder's time
-    left = set(ct129.run("ls /opt/sglang/releases").stdout.split())
-    ours = {r for r in left if r.startswith("0.5.9")}
-    assert ours == {"0.5.90-e3b0c44298fc", "0.5.91-e3b0c44298fc", "0.5.93-e3b0c44298fc", "0.5.94-e3b0c44298fc"}, left
+    left = {f"/opt/sglang/releases/{r}" for r in ct129.run("ls /opt/sglang/releases").stdout.split()}
+    ours = {r for r in left if r.startswith("/opt/sglang/releases/0.5.9")}
+    assert ours == {built[v] for v in ("0.5.90", "0.5.91", "0.5.93", "0.5.94")}, left
+
+
+def newest_release(host, version) -> str:
+    out = host.run(f"ls -td /opt/sglang/releases/{version}-*").stdout.split()
+    assert out, f"no release folder for {version}"
+    return out[0]
 
 
 # The role's own read (the last task of this name; the converged check's read comes first).
