@@ -7,36 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r"""
-name: sglang_argv
-short_description: Server arguments (a dict) to an sglang.launch_server argv
-version_added: "0.1.0"
-description:
-  - Turns a dict of SGLang server arguments (field names such as C(mem_fraction_static)) into
-    the argv list, sorted by flag so an unchanged configuration renders the same.
-  - C(true) becomes a bare flag, C(false) and C(null) are left out, lists repeat after one flag.
-options:
-  _input:
-    description: The server arguments.
-    type: dict
-    required: true
-author:
-  - inferops maintainers (@inferops)
-"""
-
-EXAMPLES = r"""
-- name: Render the argv
-  ansible.builtin.debug:
-    msg: "{{ {'tp_size': 2, 'mem_fraction_static': 0.88} | inferops.sglang.sglang_argv }}"
-"""
-
-RETURN = r"""
-_value:
-  description: The argv words.
-  type: list
-  elements: str
-"""
-
+# Each filter has its own documentation beside this file: plugins/filter/<filter>.yml.
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, release

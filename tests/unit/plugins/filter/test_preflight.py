@@ -9,9 +9,10 @@ import pytest
 
 from ansible_collections.inferops.sglang.plugins.filter.sglang import preflight, sglang_preflight
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 MODELS = REPO / "lab" / "image" / "rootfs" / "models"
-MODEL, DRAFT = "/models/Qwen3.6-27B", "/models/Qwen3.6-27B-DFlash"
+MODEL = "/models/Qwen3.6-27B"
+DRAFT = "/models/Qwen3.6-27B-DFlash"
 CONFIGS = {MODEL: json.loads((MODELS / "Qwen3.6-27B" / "config.json").read_text()),
            DRAFT: json.loads((MODELS / "Qwen3.6-27B-DFlash" / "config.json").read_text())}
 BLACKWELL = "NVIDIA RTX PRO 6000 Blackwell Server Edition"

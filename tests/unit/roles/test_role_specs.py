@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROLES = sorted(p for p in (Path(__file__).resolve().parents[2] / "roles").iterdir() if (p / "defaults").exists())
+ROLES = sorted(p for p in (Path(__file__).resolve().parents[3] / "roles").iterdir() if (p / "defaults").exists())
 
 
 def load(role, rel):

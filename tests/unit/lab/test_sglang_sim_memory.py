@@ -9,7 +9,7 @@ import pytest
 from sglang_sim import memory
 from sglang_sim.args import load_table, validate
 
-MODELS = Path(__file__).resolve().parents[2] / "lab" / "image" / "rootfs" / "models"
+MODELS = Path(__file__).resolve().parents[3] / "lab" / "image" / "rootfs" / "models"
 TARGET = json.loads((MODELS / "Qwen3.6-27B" / "config.json").read_text())
 DRAFT = json.loads((MODELS / "Qwen3.6-27B-DFlash" / "config.json").read_text())
 A6000_MIB, BLACKWELL_MIB = 49140 - 4, 97887 - 5
