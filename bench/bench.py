@@ -22,6 +22,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+# The bench's fixed clock, whatever the tests' clock in the environment: its figures
+# compare across runs only with the same stand-in timings and settle window.
+os.environ.update(INFEROPS_LAB_TIMINGS=str(REPO / "lab" / "sim_defaults.json"), INFEROPS_LAB_SETTLE="7",
+                  INFEROPS_LAB_PREFIX="inferops-")
 from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
 

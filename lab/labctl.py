@@ -3,10 +3,16 @@
     labctl.py image                  build (or reuse) the lab image, print its name
     labctl.py up [HOST[:CLASS] ...]  start one container per host (default: $LAB_HOSTS,
                                      else "ct129:a6000 ct200:blackwell")
-    labctl.py down                   remove every container that carries the lab label
+    labctl.py down [--all]           remove this set's containers (--all: every container
+                                     that carries the lab label)
     labctl.py status                 one line per lab container
     labctl.py inventory [--ssh]      YAML inventory of the running lab hosts (--ssh: reached
                                      over SSH, as production hosts are, not podman exec)
+
+INFEROPS_LAB_PREFIX (default "inferops-") names a set of hosts: its containers are
+PREFIX + host, so parallel test workers run the same host names side by side.
+INFEROPS_LAB_TIMINGS (default lab/sim_defaults.json, the bench's clock) is the stand-in's
+start-up timings file `up` gives every host of the set.
 
 Only the GPUs are simulated: the image is plain Debian with systemd and journald, built
 offline with debootstrap from the mirror apt already uses, and cached outside the
@@ -30,7 +36,11 @@ from pathlib import Path
 LAB_DIR = Path(__file__).resolve().parent
 LABEL = "io.inferops.lab"
 CLASS_LABEL = "io.inferops.lab.class"
-PREFIX = "inferops-"
+# A set of lab hosts: its containers are named PREFIX + host. Parallel test workers each
+# get a set of their own (INFEROPS_LAB_PREFIX=inferops-gw0-), so the same host names
+# (ct129, ct200) never meet in one container.
+PREFIX = os.environ.get("INFEROPS_LAB_PREFIX", "inferops-")
+SET_LABEL = "io.inferops.lab.set"
 SUITE = "bookworm"
 # Everything a lab host needs: systemd/journald, Python for Ansible and the release
 # venvs, patch and git for sglang_build, iproute2/procps for port and process checks,
@@ -276,21 +286,33 @@ def container_state(name: str) -> dict | None:
 def start_host(name: str, cls: str, image: str) -> str:
     ctr = PREFIX + name
     state = container_state(ctr)
-    if state and state["running"] and state["image"] == image \
-            and state["labels"].get(CLASS_LABEL) == cls and boot_state(ctr) in ("running", "degraded"):
+    labels = state["labels"] if state else {}
+    if state and state["running"] and state["image"] == image and labels.get(CLASS_LABEL) == cls \
+            and labels.get(SET_LABEL) == PREFIX and boot_state(ctr) in ("running", "degraded"):
         outcome = "kept"
     else:
         if state:
             remove_container(ctr)
         podman("run", "-d", "--name", ctr, "--hostname", name,
                "--label", "%s=1" % LABEL, "--label", "%s=%s" % (CLASS_LABEL, cls),
+               "--label", "%s=%s" % (SET_LABEL, PREFIX),
                "--systemd=always", "--network=none", image, "/sbin/init")
         put_file(ctr, "/etc/inferops-lab/gpus.json", json.dumps(gpu_inventory(cls), indent=1))
-        put_file(ctr, "/etc/inferops-lab/sim.json", (LAB_DIR / "sim_defaults.json").read_text())
         outcome = "started"
-    # A kept host gets the key too: it may predate the lab's key.
+    # A kept host gets the clock and the key too: the set may have been started for the
+    # bench and be reused by tests (or the other way round), or predate the lab's key.
+    put_file(ctr, "/etc/inferops-lab/sim.json", sim_timings().read_text())
     put_file(ctr, "/root/.ssh/authorized_keys", ssh_key().with_suffix(".pub").read_text())
     return outcome
+
+
+def sim_timings() -> Path:
+    """The stand-in's start-up timings: the bench's fixed figures (sim_defaults.json), or a
+    shorter clock for tests (INFEROPS_LAB_TIMINGS=lab/sim_tests.json)."""
+    path = Path(os.environ.get("INFEROPS_LAB_TIMINGS") or LAB_DIR / "sim_defaults.json")
+    if not path.is_file():
+        raise LabError("INFEROPS_LAB_TIMINGS names %s, which is not a file" % path)
+    return path
 
 
 def ssh_key() -> Path:
@@ -356,8 +378,12 @@ def remove_container(ctr: str) -> None:
         podman("rm", "-f", "-t", "0", ctr)
 
 
-def lab_containers() -> list[str]:
-    out = podman("ps", "-a", "--filter", "label=%s=1" % LABEL, "--format", "{{.Names}}")
+def lab_containers(every_set: bool = False) -> list[str]:
+    """This set's containers (INFEROPS_LAB_PREFIX), or every lab container of every set."""
+    filters = ["--filter", "label=%s=1" % LABEL]
+    if not every_set:
+        filters += ["--filter", "label=%s=%s" % (SET_LABEL, PREFIX)]
+    out = podman("ps", "-a", *filters, "--format", "{{.Names}}")
     return sorted(out.stdout.split())
 
 
@@ -374,10 +400,11 @@ def cmd_up(specs: list[str]) -> int:
     return 0
 
 
-def cmd_down(names: list[str]) -> int:
-    """Remove the named lab hosts, or all of them; never a container without the lab's label."""
+def cmd_down(names: list[str], every_set: bool = False) -> int:
+    """Remove the named lab hosts, or all of this set's (every set's with --all, as after a
+    crashed parallel run); never a container without the lab's label."""
     wanted = {PREFIX + name for name in names}
-    ctrs = [ctr for ctr in lab_containers() if not wanted or ctr in wanted]
+    ctrs = [ctr for ctr in lab_containers(every_set) if not wanted or ctr in wanted]
     for ctr in ctrs:
         remove_container(ctr)
     print("lab: removed %d container(s)%s" % (len(ctrs), (": " + " ".join(ctrs)) if ctrs else ""))
@@ -385,7 +412,7 @@ def cmd_down(names: list[str]) -> int:
 
 
 def cmd_status() -> int:
-    for ctr in lab_containers():
+    for ctr in lab_containers(every_set=True):
         state = container_state(ctr) or {}
         boot = boot_state(ctr) if state.get("running") else "stopped"
         print("%-20s %-10s %s" % (ctr, state.get("labels", {}).get(CLASS_LABEL, "?"), boot))
@@ -415,7 +442,9 @@ def main(argv: list[str]) -> int:
     up = sub.add_parser("up")
     up.add_argument("hosts", nargs="*", help="HOST[:CLASS]; default $LAB_HOSTS")
     down = sub.add_parser("down")
-    down.add_argument("hosts", nargs="*", help="HOST; default every lab host")
+    down.add_argument("hosts", nargs="*", help="HOST; default every host of this set")
+    down.add_argument("--all", action="store_true", dest="every_set",
+                      help="every set's hosts (parallel test workers' too)")
     sub.add_parser("status")
     inventory = sub.add_parser("inventory")
     inventory.add_argument("--ssh", action="store_true",
@@ -431,7 +460,7 @@ def main(argv: list[str]) -> int:
         if args.cmd == "up":
             return cmd_up(args.hosts)
         if args.cmd == "down":
-            return cmd_down(args.hosts)
+            return cmd_down(args.hosts, args.every_set)
         if args.cmd == "gpus":
             print(json.dumps(gpu_inventory(args.cls, args.count), indent=1))
             return 0

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from tests.integration.deploying import reset_service
-from tests.integration.labhost import LabHost, labctl, podman
+from tests.integration.labhost import PREFIX, LabHost, labctl, podman
 
 DEFAULT_HOSTS = {"ct129": "a6000", "ct200": "blackwell"}
 
@@ -37,9 +37,10 @@ def restore_gpus(lab):
 
 
 def container_ids(label_only: bool = True) -> dict:
+    """This worker's lab containers by name (label_only=False: every container)."""
     args = ["ps", "-a", "--format", "json"]
     if label_only:
-        args += ["--filter", "label=io.inferops.lab=1"]
+        args += ["--filter", "label=io.inferops.lab=1", "--filter", "label=io.inferops.lab.set=" + PREFIX]
     return {c["Names"][0]: c["Id"] for c in json.loads(podman(*args).stdout or "[]")}
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.integration.ansible_run import REPO, run_playbook
+from tests.integration.ansible_run import run_playbook
+from tests.integration.labhost import REPORTS
 
 UNIT = "/etc/systemd/system/sglang.service"
 
@@ -14,11 +15,11 @@ def reset_service(host):
     host.run("systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
              "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang; systemctl daemon-reload; "
              "rm -f /etc/inferops-lab/faults.json")
-    subprocess.run(["rm", "-rf", str(REPO / "reports" / host.name)], check=True)
+    subprocess.run(["rm", "-rf", str(REPORTS / host.name)], check=True)
 
 
 def report(host) -> dict:
-    return json.loads((REPO / "reports" / host.name / "latest.json").read_text())
+    return json.loads((REPORTS / host.name / "latest.json").read_text())
 
 
 def invocation(host) -> str:

@@ -12,6 +12,23 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 LABCTL = [sys.executable, str(REPO / "lab" / "labctl.py")]
+
+# Under pytest-xdist each worker has lab hosts and a report folder of its own: the same host
+# names (the inventory's ct129, ct200) in containers named for the worker. Set in the
+# environment, so labctl, ansible (the lab inventory's ansible_host) and the roles' report
+# folder all follow.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if WORKER:   # forced: a worker inherits the controller's environment, default set included
+    os.environ.update(INFEROPS_LAB_PREFIX="inferops-%s-" % WORKER,
+                      INFEROPS_REPORT_DIR=str(REPO / "build" / "reports" / WORKER))
+PREFIX = os.environ.setdefault("INFEROPS_LAB_PREFIX", "inferops-")
+REPORTS = Path(os.environ.setdefault("INFEROPS_REPORT_DIR", str(REPO / "reports")))
+# The tests' clock: the stand-in starts in about 1.5 s and the health gate settles 3 s
+# (the bench keeps its own fixed figures: lab/sim_defaults.json, 7 s).
+SETTLE_S = float(os.environ.setdefault("INFEROPS_LAB_SETTLE", "3"))
+os.environ.setdefault("INFEROPS_LAB_TIMINGS", str(REPO / "lab" / "sim_tests.json"))
+# A crash this long after ready falls inside the settle window.
+CRASH_AFTER_READY_S = SETTLE_S / 2
 ENV = dict(os.environ, CONTAINERS_CONF=str(REPO / "lab" / "containers.conf"))
 
 
@@ -29,7 +46,7 @@ class LabHost:
 
     @property
     def container(self) -> str:
-        return "inferops-" + self.name
+        return PREFIX + self.name
 
     def run(self, cmd, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
         argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)

@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import journal_command
 from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
 from tests.integration.conftest import container_ids
-from tests.integration.labhost import LabHost, labctl, podman
+from tests.integration.labhost import WORKER, LabHost, labctl, podman
 
 # A lab host must reach "running" (or "degraded") this fast after `podman run`.
 BOOT_BOUND_S = 20.0
@@ -39,12 +39,12 @@ def test_each_host_has_its_own_machine_id(lab):
 
 
 def test_extra_host_boots_within_bound_and_lab_up_is_idempotent(lab):
+    extra = LabHost("ctx901")
     started = time.monotonic()
     labctl("up", "ct129:a6000", "ct200:blackwell", "ctx901:blackwell")
     boot_s = time.monotonic() - started
     try:
         assert boot_s < BOOT_BOUND_S, "booting one more host took %.1fs" % boot_s
-        extra = LabHost("ctx901")
         assert extra.run(["systemctl", "is-system-running"], check=False).stdout.strip() in (
             "running", "degraded")
         assert extra.gpus()["host_class"] == "blackwell"
@@ -52,17 +52,17 @@ def test_extra_host_boots_within_bound_and_lab_up_is_idempotent(lab):
         labctl("up", "ct129:a6000", "ct200:blackwell", "ctx901:blackwell")
         assert container_ids() == before, "a second lab-up must keep the same containers"
     finally:
-        podman("rm", "-f", "-t", "0", "inferops-ctx901", check=False)
+        podman("rm", "-f", "-t", "0", extra.container, check=False)
 
 
 def test_lab_down_removes_only_lab_containers(lab):
-    image = podman("inspect", "--format", "{{.ImageName}}", "inferops-ct129").stdout.strip()
-    bystander = "not-inferops-bystander"
+    image = podman("inspect", "--format", "{{.ImageName}}", lab["ct129"].container).stdout.strip()
+    bystander = "not-inferops-bystander" + WORKER
     podman("rm", "-f", "-t", "0", bystander, check=False)
     podman("run", "-d", "--name", bystander, "--network=none", image, "sleep", "300")
     try:
         out = labctl("down").stdout
-        assert "inferops-ct129" in out and "inferops-ct200" in out
+        assert lab["ct129"].container in out and lab["ct200"].container in out
         assert container_ids() == {}
         assert bystander in container_ids(label_only=False)
     finally:
