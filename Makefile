@@ -33,7 +33,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup lab-wheelhouse fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: setup collection-copy units lab-wheelhouse fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean
 
 help:  ## list the targets
@@ -127,14 +127,23 @@ $(PIP_BOOTSTRAP): tests/sanity/get_pip_offline.py
 	$(BIN)/pip download -q --no-deps --only-binary=:all: -d $(TEST_CACHE) pip==24.2
 	cp $< $@
 
-sanity: venv $(PIP_BOOTSTRAP)  ## ansible-test sanity on a copy at ansible_collections/inferops/sglang
+# ansible-test needs the collection at ansible_collections/inferops/sglang: a copy of what git
+# tracks (and untracked files not ignored), in a git repo of its own.
+collection-copy: venv
 	rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_DIR)
 	git ls-files -z --cached --others --exclude-standard | grep -zv '^collections/' \
 	  | xargs -0 -I{} cp --parents -P {} $(SANITY_DIR)/ 2>/dev/null || true
 	test -f $(SANITY_DIR)/galaxy.yml
-	cd $(SANITY_DIR) && git init -q && git add -A && \
+	cd $(SANITY_DIR) && git init -q && git add -A
+
+sanity: venv $(PIP_BOOTSTRAP) collection-copy  ## ansible-test sanity on a copy at ansible_collections/inferops/sglang
+	cd $(SANITY_DIR) && \
 	  $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 --color no 2>&1 | tee $(CURDIR)/build/sanity.log
 	! grep -E '^(WARNING: Skipping|Skipping sanity test)' build/sanity.log 
+
+units: venv collection-copy  ## the unit tests as ansible-test runs them (tests/unit mirrors plugins/)
+	cd $(SANITY_DIR) && \
+	  $(CURDIR)/$(BIN)/ansible-test units --local --python 3.11 --color no $(UNITS_ARGS)
 
 MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml)))
 
@@ -149,7 +158,7 @@ setup: deps venv lab-image lab-wheelhouse sglang-reference $(PIP_BOOTSTRAP)  ## 
 
 # Each gate's wall time and test counts end the log (tests/gates.py); integration and
 # molecule run side by side on hosts of their own.
-GATES        ?= setup lint sanity unit fidelity integration+molecule
+GATES        ?= setup lint sanity units fidelity integration+molecule
 test:  ## everything CI checks, then a table of each gate's time
 	python3 tests/gates.py $(GATES)
 

@@ -7,10 +7,10 @@ lab hosts of their own), the first one's output streamed, the others' kept in
 build/gates/<gate>.log and printed when they end. Every gate runs even after one failed, so
 that the table shows them all; the exit status is 1 if any failed.
 
-A pytest gate writes a JUnit file (build/gates/<gate>.xml, via PYTEST_ADDOPTS). Its counts
-are read from that file, and the gate fails if the file is missing (pytest never ran), if it
-counted no test, or if it counted fewer tests than pytest collected (a crashed worker's tests
-that never ran).
+A pytest gate writes JUnit files (build/gates/<gate>.xml via PYTEST_ADDOPTS; ansible-test
+units its own, one per test context). Its counts are read from them, and the gate fails if
+there are none (pytest never ran), if they count no test, or fewer tests than pytest collects
+in the gate's folder (a crashed worker's tests that never ran).
 """
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "build" / "gates"
 # The gates whose make target runs pytest, and the folder it collects.
-PYTEST_GATES = {"unit": "tests/unit", "fidelity": "tests/fidelity", "integration": "tests/integration"}
+PYTEST_GATES = {"unit": "tests/unit", "units": "tests/unit", "fidelity": "tests/fidelity",
+                "integration": "tests/integration"}
+# Gates that write their own JUnit files (ansible-test units, in its copy of the collection).
+OWN_JUNIT = {"units": REPO / "build" / "sanity" / "ansible_collections" / "inferops" / "sglang" / "tests" / "output" / "junit"}
 
 
 @dataclass
@@ -46,9 +49,15 @@ def junit_path(name: str) -> Path:
     return OUT / (name + ".xml")
 
 
+def junit_files(name: str) -> list[Path]:
+    if name in OWN_JUNIT:
+        return sorted(OWN_JUNIT[name].glob("*.xml"))
+    return [junit_path(name)] if junit_path(name).exists() else []
+
+
 def gate_env(name: str) -> dict:
     env = dict(os.environ)
-    if name in PYTEST_GATES:
+    if name in PYTEST_GATES and name not in OWN_JUNIT:
         env["PYTEST_ADDOPTS"] = ("%s --junitxml=%s" % (env.get("PYTEST_ADDOPTS", ""), junit_path(name))).strip()
     return env
 
@@ -60,10 +69,12 @@ def start(name: str, stream: bool) -> subprocess.Popen:
                             stdout=out, stderr=subprocess.STDOUT if out else None)
 
 
-def junit_counts(path: Path) -> dict:
-    """passed/failed/errors/skipped over every suite of a JUnit file."""
-    root = ET.parse(path).getroot()
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+def junit_counts(paths: list[Path]) -> dict:
+    """passed/failed/errors/skipped over every suite of some JUnit files."""
+    suites = []
+    for path in paths:
+        root = ET.parse(path).getroot()
+        suites += [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     total = {key: sum(int(s.get(key, 0)) for s in suites) for key in ("tests", "failures", "errors", "skipped")}
     total["passed"] = total["tests"] - total["failures"] - total["errors"] - total["skipped"]
     return total
@@ -79,11 +90,11 @@ def collected(folder: str) -> int:
 
 
 def check_counts(gate: Gate) -> None:
-    path = junit_path(gate.name)
-    if not path.exists():
-        gate.problem = "pytest wrote no results (%s)" % path.name
+    paths = junit_files(gate.name)
+    if not paths:
+        gate.problem = "pytest wrote no results"
         return
-    gate.counts = junit_counts(path)
+    gate.counts = junit_counts(paths)
     wanted = collected(PYTEST_GATES[gate.name])
     if gate.counts["tests"] == 0:
         gate.problem = "no test ran"

@@ -88,6 +88,7 @@ class Server:
         self.timings = dict(DEFAULT_TIMINGS, **read_json("sim.json", {}).get("timings", {}))
         self.ready = False
         self.stopping = False
+        self.health_answered = False
         self.pid = os.getpid()
         self.plan = None
         self.started = time.time()
@@ -242,11 +243,24 @@ class Server:
         crash = self.faults.get("crash_after_ready_s")
         if crash is not None:
             time.sleep(float(crash))
-            Log.line("Scheduler hit an exception: " + "\n".join(traceback_lines(
-                SCHEDULER_FRAMES[:1] + [("sglang/srt/managers/scheduler.py", 1502, "event_loop_overlap")],
-                "torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 8)), rank=0)
-            Log.line("SIGQUIT received. signum=3, frame=None. It usually means one child failed.")
-            os._exit(1)  # pylint: disable=protected-access
+            self.crash()
+
+    def answered_health(self):
+        """After a /health 200: the crash_after_first_health_s fault starts its clock at the
+        first one, so the gate has seen the server healthy however loaded the host is."""
+        crash = self.faults.get("crash_after_first_health_s")
+        if crash is None or self.health_answered:
+            return
+        self.health_answered = True
+        threading.Timer(float(crash), self.crash).start()
+
+    def crash(self):
+        """A broken kernel on the first real batches: the scheduler dies, the launcher follows."""
+        Log.line("Scheduler hit an exception: " + "\n".join(traceback_lines(
+            SCHEDULER_FRAMES[:1] + [("sglang/srt/managers/scheduler.py", 1502, "event_loop_overlap")],
+            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 8)), rank=0)
+        Log.line("SIGQUIT received. signum=3, frame=None. It usually means one child failed.")
+        os._exit(1)  # pylint: disable=protected-access
 
     def serve(self):
         httpd = self.bind()
@@ -345,6 +359,7 @@ def make_handler(server):
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+                server.answered_health()
             elif path in ("/model_info", "/get_model_info"):
                 self.send_json(200, server.model_info())
             elif path in ("/server_info", "/get_server_info"):

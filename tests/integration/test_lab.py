@@ -3,6 +3,7 @@ and a unit that dies after start shows exactly the failure shape the collection 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from datetime import datetime
 
@@ -11,7 +12,7 @@ import pytest
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import journal_command
 from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
 from tests.integration.conftest import container_ids
-from tests.integration.labhost import WORKER, LabHost, labctl, podman
+from tests.integration.labhost import ENV, LABCTL, PREFIX, WORKER, LabHost, labctl, podman
 
 # A lab host must reach "running" (or "degraded") this fast after `podman run`.
 BOOT_BOUND_S = 20.0
@@ -55,22 +56,26 @@ def test_extra_host_boots_within_bound_and_lab_up_is_idempotent(lab):
         podman("rm", "-f", "-t", "0", extra.container, check=False)
 
 
-def test_lab_down_removes_only_lab_containers(lab):
+def test_lab_down_removes_only_its_own_sets_lab_containers(lab):
+    """`down` in a set of its own (so this worker's hosts, and their releases, are kept):
+    it removes that set's hosts, and neither a container without the lab's label nor
+    another set's hosts (this worker's)."""
     image = podman("inspect", "--format", "{{.ImageName}}", lab["ct129"].container).stdout.strip()
     bystander = "not-inferops-bystander" + WORKER
+    other = dict(ENV, INFEROPS_LAB_PREFIX=PREFIX + "down-")
     podman("rm", "-f", "-t", "0", bystander, check=False)
     podman("run", "-d", "--name", bystander, "--network=none", image, "sleep", "300")
     try:
-        out = labctl("down").stdout
-        assert lab["ct129"].container in out and lab["ct200"].container in out
-        assert container_ids() == {}
-        assert bystander in container_ids(label_only=False)
+        subprocess.run([*LABCTL, "up", "ct901:a6000"], env=other, check=True, capture_output=True)
+        ours = container_ids()
+        assert set(ours) == {host.container for host in lab.values()}
+        out = subprocess.run([*LABCTL, "down"], env=other, check=True, capture_output=True, text=True).stdout
+        assert out.split(":", 1)[0] == "lab: removed 1 container(s)" and PREFIX + "down-ct901" in out, out
+        everything = container_ids(label_only=False)
+        assert bystander in everything and PREFIX + "down-ct901" not in everything
+        assert container_ids() == ours, "this worker's hosts are untouched"
     finally:
-        podman("rm", "-f", "-t", "0", bystander, check=False)
-        labctl("up", "ct129:a6000", "ct200:blackwell")
-    for name in ("ct129", "ct200"):
-        assert LabHost(name).run(["systemctl", "is-system-running"], check=False).stdout.strip() in (
-            "running", "degraded")
+        podman("rm", "-f", "-t", "0", bystander, PREFIX + "down-ct901", check=False)
 
 
 def test_hosts_are_reached_over_ssh_one_connection_per_host(lab, tmp_path):

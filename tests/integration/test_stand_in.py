@@ -4,6 +4,7 @@ judged by sglang_health the way a deploy will judge them."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def sim(lab):
     for host in lab.values():
         host.run("systemctl stop %s sim-port-holder.service 2>/dev/null; systemctl reset-failed %s sim-port-holder.service 2>/dev/null; "
                  "rm -f /etc/inferops-lab/faults.json; cp /dev/null /dev/null; true" % (UNIT, UNIT))
-        host.put("/etc/inferops-lab/sim.json", (REPO / "lab" / "sim_defaults.json").read_text())
+        host.put("/etc/inferops-lab/sim.json", Path(os.environ["INFEROPS_LAB_TIMINGS"]).read_text())
 
 
 # --- validation without starting anything ---------------------------------------------
@@ -200,6 +201,14 @@ def test_fault_crash_after_ready(sim, ct200):
     assert gate(ct200)["state"] == "healthy"
     ct200.wait_for(lambda: ct200.show(UNIT, "ActiveState")["ActiveState"] == "failed", 15, what="crash")
     assert "an illegal memory access was encountered" in ct200.journal(UNIT)
+
+
+def test_fault_crash_after_the_first_health_answer_is_caught_by_the_settle_window(sim, ct200):
+    with_faults(ct200, {"crash_after_first_health_s": 1})
+    start_sim(ct200, server_argv("blackwell", "dflash"))
+    res = gate(ct200, settle=4)
+    assert res["state"] == "failed" and res["cause"] == "cuda_error", res
+    assert "after it first answered 200" in res["reason"] and res["healthy_at"] is not None
 
 
 @pytest.mark.parametrize("target, signal", [("scheduler", None), ("launcher", 9)])
