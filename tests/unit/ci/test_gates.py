@@ -29,8 +29,8 @@ def junit(tmp_path, name, tests, failures=0, errors=0, skipped=0):
     ([(0, 0, 0, 0)], 0, 0, False, "no test ran"),
     ([], 0, 10, False, "pytest wrote no results"),
 ], ids=["all-ran", "several-files", "failed", "worker-crashed", "none-collected", "no-junit"])
-def test_a_pytest_gate_passes_only_when_every_collected_test_ran(tmp_path, monkeypatch, files, rc, collected,
-                                                                  passed, problem):
+def test_a_pytest_gate_passes_only_when_every_collected_test_ran(
+        tmp_path, monkeypatch, files, rc, collected, passed, problem):
     paths = [junit(tmp_path, "r%d.xml" % i, *counts) for i, counts in enumerate(files)]
     monkeypatch.setattr(gates, "junit_files", lambda name: paths)
     monkeypatch.setattr(gates, "collected", lambda folder: collected)
@@ -41,9 +41,9 @@ def test_a_pytest_gate_passes_only_when_every_collected_test_ran(tmp_path, monke
 
 
 def test_the_table_shows_every_gate_and_the_failed_one():
+    counts = {"passed": 96, "failures": 1, "errors": 0, "skipped": 0}
     table = gates.table([gates.Gate("lint", rc=0, seconds=11.2),
-                         gates.Gate("integration", rc=1, seconds=600, counts={"passed": 96, "failures": 1,
-                                                                             "errors": 0, "skipped": 0})], 700)
+                         gates.Gate("integration", rc=1, seconds=600, counts=counts)], 700)
     assert "| lint | passed | 11 |" in table
     assert "| integration | FAILED (exit 1) | 600 | 96 / 1 / 0 / 0 |" in table
     assert table.splitlines()[-1] == "| **all** | FAILED | 700 | |"
