@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -42,14 +41,27 @@ def server_argv(cls: str, variant: str, **overrides) -> list:
     return to_argv(args)
 
 
-def start_sim(host, argv, timings=None):
+def start_sim(host, argv, timings=None, then=""):
+    """Start the stand-in under a unit; `then`: a command run in the host right after the
+    start, in the same exec (so that podman's latency on a loaded machine does not count)."""
     host.put("/etc/inferops-lab/sim.json", json.dumps(timings or FAST))
     host.put("/etc/systemd/system/" + UNIT, (
         "[Unit]\nDescription=SGLang stand-in test\n[Service]\nType=simple\n"
         "Environment=PYTHONPATH=/opt/inferops-lab PYTHONUNBUFFERED=1\n"
         "ExecStart=/usr/bin/python3 -m sglang_sim %s\nTimeoutStopSec=20\n") % exec_start(argv))
-    host.run("systemctl stop %s; systemctl reset-failed %s 2>/dev/null; systemctl daemon-reload; "
-             "systemctl start %s" % (UNIT, UNIT, UNIT))
+    return host.run("systemctl stop %s; systemctl reset-failed %s 2>/dev/null; systemctl daemon-reload; "
+                    "systemctl start %s %s" % (UNIT, UNIT, UNIT, ("&& " + then) if then else ""))
+
+
+# /health's status every 0.3 s from inside the host until it answers 200 (0: refused).
+POLL_HEALTH = ("python3 -c \"import time, urllib.request as u, urllib.error as e\n"
+               "for _ in range(100):\n"
+               "    try: s = u.urlopen('http://127.0.0.1:30000/health', timeout=10).status\n"
+               "    except e.HTTPError as x: s = x.code\n"
+               "    except OSError: s = 0\n"
+               "    print(s, flush=True)\n"
+               "    if s == 200: break\n"
+               "    time.sleep(0.3)\n\"")
 
 
 def gate(host, timeout=60, **extra):
@@ -146,16 +158,9 @@ def test_production_envelopes_that_fit_become_healthy(sim, host, cls, variant):
 
 def test_endpoints_status_codes_over_time_and_sigterm(sim, ct200):
     argv = server_argv("blackwell", "ddtree", api_key="lab-secret")
-    start_sim(ct200, argv, timings={"timings": {"load_weights": 2.0, "memory_pool": 0.2, "cuda_graph": 0.5,
-                                                "warmup": 1.0}})
-    seen = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        status = http(ct200, "/health")[0]
-        seen.append(status)
-        if status == 200:
-            break
-        time.sleep(0.3)
+    started = start_sim(ct200, argv, timings={"timings": {"load_weights": 2.0, "memory_pool": 0.2, "cuda_graph": 0.5,
+                                                          "warmup": 1.0}}, then=POLL_HEALTH)
+    seen = [int(word) for word in started.stdout.split()]
     assert seen[0] == 0, "connection refused before the server listens"
     assert 503 in seen and seen[-1] == 200, seen
     assert http(ct200, "/health_generate")[0] == 200
