@@ -105,15 +105,16 @@ demo: lab-up lab-wheelhouse  ## set up everything and deploy DDTree to ct200 in 
 unit: venv  ## unit tests of the pure code
 	$(BIN)/pytest -q tests/unit
 
-# The tests' clock: the stand-in starts in about 1.5 s and the gate settles 3 s (the bench
-# keeps its fixed figures, lab/sim_defaults.json and 7 s).
+# The tests' clock for molecule: the stand-in starts in about 1.5 s and the gate settles 3 s
+# (the bench keeps its fixed figures, lab/sim_defaults.json and 7 s). The integration tests
+# get the same clock from tests/integration/labhost.py.
 TEST_CLOCK   := INFEROPS_LAB_TIMINGS=$(CURDIR)/lab/sim_tests.json INFEROPS_LAB_SETTLE=3
 # Integration workers, each with lab hosts of its own (inferops-gwN-ct129, ...): see
 # tests/integration/README.md for the measurements behind the count.
 TEST_WORKERS ?= 3
 integration: lab-image lab-wheelhouse  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
 	$(LAB) down --all
-	$(TEST_CLOCK) $(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 \
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 \
 	  --durations 15 tests/integration
 
 fidelity: venv sglang-reference  ## the stand-in's parser against the real SGLang parser

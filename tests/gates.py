@@ -1,6 +1,6 @@
 """Run CI's gates (`make test`) and end with a table of each gate's wall time and test counts.
 
-    python tests/gates.py lint sanity unit fidelity integration+molecule
+    python tests/gates.py setup lint sanity units fidelity integration+molecule
 
 Each argument is one gate, a make target; gates joined with "+" run side by side (they use
 lab hosts of their own), the first one's output streamed, the others' kept in
