@@ -15,6 +15,7 @@ import time
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import read_json
 
@@ -64,5 +65,7 @@ class ActionModule(ActionBase):
                 write_atomically(paths[-1], content)
         except OSError as exc:
             raise AnsibleActionFail("could not write the report in %s: %s" % (folder, exc))
-        result.update(changed=False, paths=paths)
+        result.update(changed=False, paths=paths, msg=args["text"])
+        if boolean(args.get("fail", False), strict=True):
+            result["failed"] = True
         return result

@@ -117,23 +117,26 @@ def plan(wants, facts):
     """The switch's decisions. `wants`: desired (unit/env/secrets texts), paths (the same
     names -> paths), release_marker, release_built, checker ({path, sha1}), variant,
     retry_rolled_back, perf_gate ({enabled, baseline, workload, ...}); `facts`: sglang_facts'
-    ansible_facts.sglang."""
+    ansible_facts.sglang. A converged host's plan carries its outcome as `ended`."""
     desired, paths, checksums = wants["desired"], wants["paths"], facts["checksums"]
     stale = stale_files(desired, paths, checksums)
-    changes = any(stale.values())
+    differs = any(stale.values())
     pending = restart_pending(paths, facts)
     healthy = bool(facts.get("healthy"))
     release_present = bool(wants.get("release_built")) or checksums.get(wants["release_marker"]) is not None
     locked_by = facts.get("locked_by")
-    converged = healthy and not changes and release_present and locked_by is None and not pending
-    earlier = not_retried(facts, changes, wants.get("retry_rolled_back"))
+    converged = healthy and not differs and release_present and locked_by is None and not pending
+    earlier = not_retried(facts, differs, wants.get("retry_rolled_back"))
+    # A stopped run touches nothing: no write, no snapshot, no restart, no gate (the outcome says why).
+    go = earlier is None
+    write = [name for name in CONFIG if stale[name]] if go else []
+    changes = bool(write)
     snapshot = changes and healthy and not pending
     checker = wants.get("checker") or {}
     perf_gate = wants.get("perf_gate") or {}
     recorded = recorded_baseline(facts.get("deployed"), perf_gate.get("workload"))
-    write = [name for name in CONFIG if stale[name]]
-    restart = changes or pending or not healthy
-    return {
+    restart = go and (differs or pending or not healthy)
+    decided = {
         "config_id": config_id(desired),
         "converged": converged,
         "gate": converged_gate(facts) if converged else None,
@@ -149,19 +152,24 @@ def plan(wants, facts):
         "install_checker": bool(checker) and checksums.get(checker.get("path")) != checker.get("sha1"),
         "stop": {"cause": earlier.get("cause"), "record": earlier,
                  "message": stop_message(wants.get("variant", "?"), earlier)} if earlier else None,
-        "validate": earlier is None,
+        "validate": go,
+        "health_gate": go,
         "snapshot": snapshot,
         "snapshot_files": [paths[name] for name in CONFIG if checksums.get(paths[name]) is not None]
         if snapshot else [],
         "snapshot_record": snapshot_record(facts, paths) if snapshot else None,
-        "measure_baseline": bool(perf_gate.get("enabled")) and healthy and changes and earlier is None
+        "measure_baseline": bool(perf_gate.get("enabled")) and healthy and changes
         and (perf_gate.get("baseline") == "measure" or recorded is None),
         "recorded_baseline": recorded,
         "running_variant": (facts.get("deployed") or {}).get("variant") or "known-good",
         "restart": restart,
         "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service")),
-        "daemon_reload": stale["unit"],
+        "daemon_reload": "unit" in write,
     }
+    # A converged host's deploy has ended here: the report needs nothing more.
+    decided["ended"] = outcome(decided, {"variant": wants.get("variant", "?"),
+                                         "unit": wants.get("unit", "sglang.service")}) if converged else None
+    return decided
 
 
 def would_change(write, write_paths, restart, unit):
@@ -236,9 +244,10 @@ def outcome(the_plan, run):
     """The deploy's end, after the gates. `run`: check_mode, variant, version, release,
     validation (the checker's result), restarted (the restart ran), gate (sglang_health's
     result), perf_gate (the settings), perf (sglang_bench's result for the new service),
-    baseline (settle_baseline's), failure (a failed task's message), fail_on_rollback.
-    Returns outcome, cause, rollback, failure, perf (the gate's judged result), ok (the
-    play goes on) and remember (record this configuration as rolled back)."""
+    baseline (settle_baseline's), failure (a failed task's message), fail_on_rollback,
+    server_args and now (for the record). Returns outcome, cause, rollback, failure, perf
+    (the gate's judged result), ok (the play goes on), remember (record this configuration
+    as rolled back) and record (sglang_state's arguments for what the host now runs, or None)."""
     if the_plan.get("converged"):
         ended = _ended(UNCHANGED, None, False, gate=the_plan["gate"])
     else:
@@ -249,4 +258,18 @@ def outcome(the_plan, run):
     ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")
     ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged")
     ended["deployed_perf"] = deployed_perf(ended, run) if ended["record_deployed"] else None
+    ended["record"] = host_record(the_plan, ended, run)
     return ended
+
+
+def host_record(the_plan, ended, run):
+    """What sglang_state records on the host once the deploy ended: what runs now (deployed),
+    the configuration that was rolled back (so a re-run does not crash it again), or nothing."""
+    if ended["remember"]:
+        return {"config_id": the_plan["config_id"],
+                "rolled_back": {"time": run.get("now"), "variant": run.get("variant"),
+                                "cause": ended["cause"] or "?", "release": run.get("release")}}
+    if ended["record_deployed"]:
+        return {"deployed": {"variant": run.get("variant"), "release": run.get("release"),
+                             "server_args": run.get("server_args"), "perf": ended["deployed_perf"]}}
+    return None

@@ -41,6 +41,11 @@ def read_json(path):
         return None
 
 
+def model_configs(paths):
+    """Each model folder's parsed config.json (None for a folder without a readable one)."""
+    return dict((path, read_json(os.path.join(path, "config.json"))) for path in paths)
+
+
 def sha1_of(path):
     """SHA-1 of a file's bytes, or None when it is not a regular file."""
     if not os.path.isfile(path):

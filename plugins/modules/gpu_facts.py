@@ -30,6 +30,14 @@ options:
       - Seconds to wait for nvidia-smi (a wedged driver can hang it).
     type: int
     default: 30
+  models:
+    description:
+      - Model folders whose C(config.json) to return (parsed) as C(ansible_facts.model_configs),
+        null for a folder without one. The preflight's memory estimate reads them; asking here
+        saves a second call to the host when nothing read them before.
+    type: list
+    elements: path
+    default: []
 attributes:
   check_mode:
     support: full
@@ -98,6 +106,11 @@ ansible_facts:
               memory_used_mib: 4
               compute_capability: "8.6"
               pci_bus_id: "00000000:01:00.0"
+    model_configs:
+      description: Each of O(models) and its parsed C(config.json) (null when it has none).
+      returned: when O(models) is given
+      type: dict
+      sample: {/models/Qwen3.6-27B: {model_type: qwen3_next, num_hidden_layers: 64}}
 elapsed:
   description: Seconds the module took.
   returned: always
@@ -108,6 +121,7 @@ elapsed:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils.host_state import model_configs
 from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import (
     NvidiaSmiError, check_failure, cuda_version, gpu_facts, parse_csv, query_command,
 )
@@ -122,6 +136,7 @@ def main():
         argument_spec=dict(
             nvidia_smi=dict(type="str", default="nvidia-smi"),
             timeout=dict(type="int", default=30),
+            models=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -143,7 +158,10 @@ def main():
         facts = gpu_facts(devices, cuda=cuda_version(table) if table_rc == 0 else None)
     except NvidiaSmiError as exc:
         module.fail_json(msg=str(exc), elapsed=round(time.monotonic() - started, 3))
-    module.exit_json(changed=False, ansible_facts={"gpu": facts},
+    found = {"gpu": facts}
+    if module.params["models"]:
+        found["model_configs"] = model_configs(module.params["models"])
+    module.exit_json(changed=False, ansible_facts=found,
                      elapsed=round(time.monotonic() - started, 3))
 
 

@@ -218,7 +218,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
-    DEPLOYED, known_good, layout_drift, modified_since, observe_layout, read_json, rolled_back_path, sha1_of,
+    DEPLOYED, known_good, layout_drift, model_configs, modified_since, observe_layout, read_json, rolled_back_path, sha1_of,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
     parse_show, show_command, unit_status,
@@ -293,7 +293,7 @@ def main():
         "known_good": record is not None and params["unit"] in snapshot_files,
         "known_good_record": record,
         "known_good_files": snapshot_files,
-        "models": dict((path, read_json(os.path.join(path, "config.json"))) for path in params["models"]),
+        "models": model_configs(params["models"]),
         "layout_drift": layout_drift(params["layout"], observe_layout(params["layout"])) if params["layout"] else [],
         "started_at": main_started,
         "restart_pending": modified_since(params["files"], main_started),

@@ -41,8 +41,14 @@ options:
     description: The report, written as JSON. Required unless O(read=true).
     type: dict
   text:
-    description: The short diagnosis, written as text. Required unless O(read=true).
+    description: The short diagnosis, written as text and returned as RV(msg). Required unless O(read=true).
     type: str
+  fail:
+    description:
+      - Fail the task once the report is written, with O(text) as its message (the deploy
+        ended badly). The report is written either way, so a failed deploy has one too.
+    type: bool
+    default: false
 attributes:
   action:
     support: full
@@ -67,6 +73,14 @@ EXAMPLES = r"""
     report: {outcome: deployed}
     text: "ct200: DDTREE deployed, healthy in 6.1 s"
 
+- name: Write the report, and fail the host when the deploy did not end well
+  inferops.sglang.sglang_report:
+    dir: reports
+    name: ddtree
+    report: {outcome: rolled_back}
+    text: "ct200: DDTREE ROLLED BACK (kv_pool_oom) ..."
+    fail: true
+
 - name: Read the last report
   inferops.sglang.sglang_report:
     dir: reports
@@ -81,6 +95,11 @@ paths:
   type: list
   elements: str
   sample: [/srv/ops/reports/ct200/20261130T211500Z-ddtree.json, /srv/ops/reports/ct200/latest.json]
+msg:
+  description: O(text), the deploy's diagnosis (the failure message with O(fail=true)).
+  returned: when written
+  type: str
+  sample: "ct200: DDTREE deployed, healthy in 6.1 s"
 report:
   description: The host's last report (C(latest.json)), or null when there is none.
   returned: with O(read=true)

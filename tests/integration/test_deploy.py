@@ -283,7 +283,7 @@ def newest_release(host, version) -> str:
 
 
 # The role's own read (the last task of this name; the converged check's read comes first).
-REREAD = "Read what the host runs (one call)"
+REREAD = "Read the host and plan the deploy"
 
 
 def task_results(proc, host) -> dict:

@@ -78,7 +78,8 @@ PLANS = [
                "message": "this exact DDTREE configuration was rolled back on T (cause kv_pool_oom); the running "
                           "service was left alone. Change the configuration, or set sglang_retry_rolled_back=true "
                           "to try it again."},
-      "validate": False, "measure_baseline": False}),
+      "validate": False, "measure_baseline": False, "write": [], "changes": False, "snapshot": False,
+      "restart": False, "health_gate": False, "daemon_reload": False}),
     ("... unless retrying is asked for", {"retry_rolled_back": True},
      {"checksums": OLD_UNIT, "rolled_back": {"time": "T", "cause": "kv_pool_oom"}},
      {"stop": None, "validate": True}),
@@ -160,7 +161,8 @@ def run(**over):
     base = {"check_mode": False, "variant": "ddtree", "version": "0.5.23", "release": "/opt/sglang/releases/r",
             "unit": "sglang.service", "validation": {"rc": 0}, "restarted": True, "gate": HEALTHY,
             "perf_gate": dict(GATED, enabled=False), "perf": None, "baseline": None, "failure": "",
-            "fail_on_rollback": True, "running_perf": DEPLOYED["perf"], "now": "2026-12-01T00:00:00Z"}
+            "fail_on_rollback": True, "running_perf": DEPLOYED["perf"], "now": "2026-12-01T00:00:00Z",
+            "server_args": {"model_path": "/models/m", "port": 30000}}
     base.update(over)
     return base
 
@@ -231,9 +233,33 @@ def test_deployed_record_keeps_the_speed(the_plan, over, expected):
     assert got["record_deployed"] and got["deployed_perf"] == expected
 
 
+def test_converged_plan_has_ended_unchanged_and_a_switch_has_not():
+    assert (CONVERGED["ended"]["outcome"], CONVERGED["ended"]["ok"], CONVERGED["ended"]["record"]) == (
+        "unchanged", True, None)
+    assert CONVERGED["ended"]["gate"]["state"] == "healthy" and SWITCH["ended"] is None
+
+
 def test_converged_host_records_nothing_new():
     got = dp.outcome(CONVERGED, run(restarted=False, gate=None))
     assert not got["record_deployed"] and got["gate"]["state"] == "healthy"
+
+
+@pytest.mark.parametrize("the_plan, over, expected", [
+    (SWITCH, {}, {"deployed": {"variant": "ddtree", "release": "/opt/sglang/releases/r", "perf": None,
+                               "server_args": {"model_path": "/models/m", "port": 30000}}}),
+    (SWITCH, {"gate": OOM}, {"config_id": SWITCH["config_id"], "rolled_back": {
+        "time": "2026-12-01T00:00:00Z", "variant": "ddtree", "cause": "kv_pool_oom", "release": "/opt/sglang/releases/r"}}),
+    (SWITCH, {"failure": "boom", "gate": None}, {"config_id": SWITCH["config_id"], "rolled_back": {
+        "time": "2026-12-01T00:00:00Z", "variant": "ddtree", "cause": "?", "release": "/opt/sglang/releases/r"}}),
+    (CONVERGED, {"restarted": False, "gate": None}, None),
+    (STOPPED, {"restarted": False}, None),
+    (SWITCH, {"validation": REJECTED, "restarted": False, "gate": None}, None),
+    (SWITCH, {"check_mode": True, "gate": SKIPPED, "restarted": False}, None),
+], ids=["deployed: what runs now", "rolled back: this configuration, with the gate's cause",
+        "rolled back after a failed task: cause unknown", "converged: nothing new", "not retried: nothing",
+        "rejected: nothing", "check mode: nothing"])
+def test_host_record(the_plan, over, expected):
+    assert dp.outcome(the_plan, run(**over))["record"] == expected
 
 
 def test_task_result_drops_ansibles_bookkeeping():

@@ -154,3 +154,12 @@ def test_observe_layout_reads_this_machine(tmp_path):
     observed = host_state.observe_layout({"user": root, "dirs": [{"path": str(folder)}, {"path": str(tmp_path / "no")}]})
     assert observed["user"]["home"] == host_state.pwd.getpwuid(0).pw_dir
     assert observed["dirs"][str(folder)]["mode"] == "0750" and observed["dirs"][str(tmp_path / "no")] is None
+
+
+def test_model_configs_parses_each_folders_config_and_names_one_without(tmp_path):
+    with_config, without = tmp_path / "m", tmp_path / "draft"
+    with_config.mkdir()
+    without.mkdir()
+    (with_config / "config.json").write_text(json.dumps({"model_type": "qwen3_next"}))
+    assert host_state.model_configs([str(with_config), str(without)]) == {
+        str(with_config): {"model_type": "qwen3_next"}, str(without): None}

@@ -1,0 +1,33 @@
+"""sglang_report's action plugin on the controller: the four files, the diagnosis as the
+task's message, and `fail` failing the task only once the report is written."""
+from __future__ import annotations
+
+import json
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.action.sglang_report import ActionModule
+
+
+def run(args, host="ct200"):
+    task = MagicMock(args=args, async_val=0, check_mode=False, diff=False)
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
+                          shared_loader_obj=None)
+    return action.run(task_vars={"inventory_hostname": host})
+
+
+@pytest.mark.parametrize("fail, failed", [(False, False), (True, True), ("false", False), ("true", True)],
+                         ids=["ok", "fail", "ok as text", "fail as text"])
+def test_the_report_is_written_and_fail_fails_after_it(tmp_path, fail, failed):
+    got = run({"dir": str(tmp_path), "name": "ddtree", "report": {"outcome": "x"}, "text": "ct200: DDTREE x\n",
+               "fail": fail})
+    assert bool(got.get("failed")) is failed and got["msg"] == "ct200: DDTREE x\n" and not got["changed"]
+    assert json.loads((tmp_path / "ct200" / "latest.json").read_text()) == {"outcome": "x"}
+    assert (tmp_path / "ct200" / "latest.txt").read_text() == "ct200: DDTREE x\n"
+    assert len(got["paths"]) == 4
+
+
+def test_reading_returns_the_last_report(tmp_path):
+    run({"dir": str(tmp_path), "name": "nextn", "report": {"outcome": "deployed"}, "text": "t"})
+    assert run({"dir": str(tmp_path), "read": True})["report"] == {"outcome": "deployed"}
