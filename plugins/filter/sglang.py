@@ -218,6 +218,8 @@ def sglang_deploy_plan(facts, wants):
     """What the switch does, from sglang_facts' fact and what the deploy wants."""
     try:
         return deploy_plan.plan(_plain(wants), _plain(facts))
+    except deploy_plan.InputError as exc:
+        raise AnsibleFilterError(str(exc))
     except (deploy_plan.PlanError, KeyError) as exc:
         raise AnsibleFilterError("sglang_deploy_plan: missing input %s" % exc)
 

@@ -37,6 +37,10 @@ class PlanError(ValueError):
     """The plan was asked with inputs it cannot decide from (a bug in the caller)."""
 
 
+class InputError(ValueError):
+    """The user's inputs are wrong; the message says what to change."""
+
+
 def config_id(desired):
     """The name of a configuration (unit, env and secrets texts) for the record of rolled-back
     ones: the same texts always give the same 16 hex digits."""
@@ -113,11 +117,32 @@ def needs_read(facts, lock, files):
     return bool(lock.get("broken")) or (lock.get("last_released") or 0) >= read_at
 
 
+def input_problem(wants):
+    """What is wrong with the deploy's own inputs, said as the fix (None when nothing is):
+    checked by the plan, after the read-only read and before anything on the host changes."""
+    variants = list(wants.get("variants") or ())
+    problems = []
+    if wants.get("variant") not in variants:
+        problems.append("unknown variant %s (have %s): set sglang_variant to one of them"
+                        % (wants.get("variant"), ", ".join(variants)))
+    if not wants.get("release"):
+        problems.append("no release given (sglang_service_release_dir)")
+    if not wants.get("model_path"):
+        problems.append("no model path given (sglang_model_path)")
+    if not problems:
+        return None
+    return "%s: %s. Nothing was changed." % (wants.get("host", "?"), "; ".join(problems))
+
+
 def plan(wants, facts):
-    """The switch's decisions. `wants`: desired (unit/env/secrets texts), paths (the same
-    names -> paths), release_marker, release_built, checker ({path, sha1}), variant,
+    """The switch's decisions. `wants`: host, variant and variants (the names there are),
+    release, model_path, desired (unit/env/secrets texts), paths (the same names -> paths),
+    release_marker, release_built, checker ({path, sha1}),
     retry_rolled_back, perf_gate ({enabled, baseline, workload, ...}); `facts`: sglang_facts'
     ansible_facts.sglang. A converged host's plan carries its outcome as `ended`."""
+    problem = input_problem(wants)
+    if problem:
+        raise InputError(problem)
     desired, paths, checksums = wants["desired"], wants["paths"], facts["checksums"]
     stale = stale_files(desired, paths, checksums)
     differs = any(stale.values())

@@ -191,7 +191,7 @@ def test_rollback_without_known_good_says_so(fresh, ct129):
 
 
 @pytest.mark.parametrize("extra, words", [
-    ({"sglang_variant": "medusa"}, "unknown variant medusa (have nextn, dflash, ddtree)"),
+    ({"sglang_variant": "medusa"}, "unknown variant medusa (have nextn, dflash, ddtree): set sglang_variant"),
     ({"sglang_envelope_overrides": {"mem_fraction_static": 1.5}}, "0 < mem_fraction_static < 1 (got 1.5)"),
     ({"sglang_envelope_overrides": {"tp_size": 4}}, "at least tp_size=4 of them"),
     ({"sglang_variant": "dflash", "sglang_draft_model_path": ""}, "dflash needs a draft model"),

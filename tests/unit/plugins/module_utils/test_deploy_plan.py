@@ -29,7 +29,8 @@ DEPLOYED = {"variant": "nextn", "release": "/opt/sglang/releases/r",
 
 
 def wants(**over):
-    base = {"desired": DESIRED, "paths": {"unit": UNIT, "env": ENV, "secrets": SECRETS}, "release_marker": MARKER,
+    base = {"host": "ct200", "variants": ["nextn", "dflash", "ddtree"], "release": "/opt/sglang/releases/r",
+            "model_path": "/models/m", "desired": DESIRED, "paths": {"unit": UNIT, "env": ENV, "secrets": SECRETS}, "release_marker": MARKER,
             "checker": {"path": CHECKER, "sha1": "c"}, "variant": "ddtree", "unit": "sglang.service",
             "retry_rolled_back": False, "perf_gate": {"enabled": False, "baseline": "measure", "workload": WORKLOAD}}
     base.update(over)
@@ -100,6 +101,19 @@ PLANS = [
 def test_plan(want, read, expected):
     got = dp.plan(wants(**want), facts(**read))
     assert {key: got[key] for key in expected} == expected
+
+
+@pytest.mark.parametrize("want, message", [
+    ({"variant": "medusa"}, "ct200: unknown variant medusa (have nextn, dflash, ddtree): set sglang_variant to one "
+                            "of them. Nothing was changed."),
+    ({"release": ""}, "ct200: no release given (sglang_service_release_dir). Nothing was changed."),
+    ({"variant": "x", "model_path": ""}, "ct200: unknown variant x (have nextn, dflash, ddtree): set sglang_variant "
+                                         "to one of them; no model path given (sglang_model_path). Nothing was changed."),
+], ids=["unknown variant", "no release", "every problem at once"])
+def test_bad_inputs_are_refused_by_name(want, message):
+    with pytest.raises(dp.InputError) as err:
+        dp.plan(wants(**want), facts())
+    assert str(err.value) == message
 
 
 def test_snapshot_record_names_what_proved_the_service_healthy():
