@@ -8,6 +8,15 @@
     labctl.py status                 one line per lab container
     labctl.py inventory [--ssh]      YAML inventory of the running lab hosts (--ssh: reached
                                      over SSH, as production hosts are, not podman exec)
+    labctl.py occupy HOST --gpus 0,1 --mib N [--no-unit]
+                                     start another GPU tenant in HOST that holds N MiB on
+                                     each of those GPUs (under a transient unit, or none)
+                                     until `release`; fails as CUDA does when it is not free
+    labctl.py release HOST           stop HOST's tenants: their memory comes back
+
+GPU memory is shared state on a host (sglang_sim/gpu.py): every process that uses a GPU
+(the stand-in, a tenant) holds its memory while it runs, and the lab's nvidia-smi reports
+what is held, and by whom.
 
 INFEROPS_LAB_PREFIX (default "inferops-") names a set of hosts: its containers are
 PREFIX + host, so parallel test workers run the same host names side by side.
@@ -25,6 +34,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -296,6 +306,9 @@ def start_host(name: str, cls: str, image: str) -> str:
         podman("run", "-d", "--name", ctr, "--hostname", name,
                "--label", "%s=1" % LABEL, "--label", "%s=%s" % (CLASS_LABEL, cls),
                "--label", "%s=%s" % (SET_LABEL, PREFIX),
+               # A real host's root may read every process's file descriptors (ss -ltnp,
+               # the health gate's port owner); podman drops that capability by default.
+               "--cap-add=SYS_PTRACE",
                "--systemd=always", "--network=none", image, "/sbin/init")
         put_file(ctr, "/etc/inferops-lab/gpus.json", json.dumps(gpu_inventory(cls), indent=1))
         outcome = "started"
@@ -435,6 +448,46 @@ def cmd_inventory(ssh: bool = False) -> int:
     return 0
 
 
+TENANT_UNIT = "inferops-tenant-%d.service"
+TENANT_STATUS = "/run/inferops-lab/tenant-%d.status"
+
+
+def cmd_occupy(name: str, gpus: str, mib: int, unit: bool = True) -> int:
+    """Start a CUDA-like tenant in the host that holds `mib` MiB on each of `gpus` until
+    `release`: under a transient unit (systemd-run), or with --no-unit outside any."""
+    ctr = PREFIX + name
+    number = int(time.time() * 1000) % 1000000
+    status = TENANT_STATUS % number
+    tenant = "PYTHONPATH=/opt/inferops-lab exec python3 -m sglang_sim.tenant --gpus %s --mib %d --status %s" % (
+        gpus, mib, status)
+    if unit:
+        cmd = ["systemd-run", "--quiet", "--collect", "--unit", TENANT_UNIT % number, "sh", "-c", tenant]
+    else:
+        # setsid: the tenant outlives this exec, in no unit of the host's systemd.
+        cmd = ["sh", "-c", "setsid sh -c %s </dev/null >/dev/null 2>&1 &" % shlex.quote(tenant)]
+    podman("exec", ctr, *cmd)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        said = podman("exec", ctr, "cat", status, check=False).stdout.strip()
+        if said.startswith("holding "):
+            where = (TENANT_UNIT % number) if unit else "no unit"
+            print("lab: %s: PID %s holds %d MiB on GPU %s (%s)" % (name, said.split()[1], mib, gpus, where))
+            return 0
+        if said:
+            raise LabError("%s: the tenant could not take the memory: %s" % (name, said))
+        time.sleep(0.2)
+    raise LabError("%s: the tenant did not start within 30 s" % name)
+
+
+def cmd_release(name: str) -> int:
+    """Stop every tenant `occupy` started in the host; their memory comes back."""
+    ctr = PREFIX + name
+    podman("exec", ctr, "sh", "-c", "systemctl stop 'inferops-tenant-*.service' 2>/dev/null; "
+           "pkill -TERM -f 'sglang_sim[.]tenant'; rm -f /run/inferops-lab/tenant-*.status; true")
+    print("lab: %s: tenants released" % name)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -449,6 +502,13 @@ def main(argv: list[str]) -> int:
     inventory = sub.add_parser("inventory")
     inventory.add_argument("--ssh", action="store_true",
                            help="reach the hosts over SSH (ControlPersist, pipelining) instead of podman exec")
+    occupy = sub.add_parser("occupy", help="start a GPU tenant in a host that holds memory until release")
+    occupy.add_argument("host")
+    occupy.add_argument("--gpus", required=True, help="GPU indices, e.g. 0,1")
+    occupy.add_argument("--mib", type=int, required=True, help="MiB to hold on each of them")
+    occupy.add_argument("--no-unit", action="store_false", dest="unit", help="run outside any systemd unit")
+    release = sub.add_parser("release", help="stop the host's GPU tenants")
+    release.add_argument("host")
     gpus = sub.add_parser("gpus", help="print the GPU file for a class (for tests)")
     gpus.add_argument("cls")
     gpus.add_argument("--count", type=int)
@@ -466,6 +526,10 @@ def main(argv: list[str]) -> int:
             return 0
         if args.cmd == "inventory":
             return cmd_inventory(args.ssh)
+        if args.cmd == "occupy":
+            return cmd_occupy(args.host, args.gpus, args.mib, args.unit)
+        if args.cmd == "release":
+            return cmd_release(args.host)
         return cmd_status()
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)

@@ -15,6 +15,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from . import gpu as lab_gpu
 from . import memory
 
 LAB_ETC = os.environ.get("INFEROPS_LAB_ETC", "/etc/inferops-lab")
@@ -101,10 +102,10 @@ class Server:
         return faults if not only or only == (algorithm or "NONE") else {}
 
     # --- start-up, in SGLang's order ------------------------------------------------
-    def die(self, error_lines, cpp_frames=0, exit_code=1):
+    def die(self, error_lines, cpp_frames=0, exit_code=1, rank=0):
         """A scheduler failed during init: its traceback, then the launcher's."""
         Log.line("Scheduler hit an exception: " + "\n".join(
-            traceback_lines(SCHEDULER_FRAMES, error_lines[0], cpp_frames) + error_lines[1:]), rank=0)
+            traceback_lines(SCHEDULER_FRAMES, error_lines[0], cpp_frames) + error_lines[1:]), rank=rank)
         Log.line("Received sigquit from a child process. It usually means the child failed.")
         self.launcher_died(1)
         sys.exit(exit_code)
@@ -135,12 +136,34 @@ class Server:
                 "or the repo_id of a model on the Hub." % path)))
             sys.exit(1)
 
-    def gpu_memory_mib(self):
+    def cards(self):
         gpus = self.gpus.get("gpus", [])
         if len(gpus) < self.args.tp_size:
             self.die(["torch.AcceleratorError: CUDA error: invalid device ordinal",
                       "GPU device may be out of range, do you have enough GPUs?"])
-        return min(g["memory_total_mib"] - g["memory_used_mib"] for g in gpus[:self.args.tp_size])
+        return gpus[:self.args.tp_size]
+
+    def hold(self, mib_per_gpu):
+        """Take `mib_per_gpu` on each of this server's GPUs (the host's shared GPU state, held
+        until this process exits); what does not fit fails as torch does."""
+        try:
+            lab_gpu.allocate(dict((int(g["index"]), int(mib_per_gpu)) for g in self.cards()))
+        except lab_gpu.OutOfMemory as exc:
+            self.die(["torch.OutOfMemoryError: %s" % exc])
+
+    def gpu_memory_mib(self):
+        """SGLang's pre_model_load_memory: what is free on the GPUs before the model loads (the
+        smallest over the TP ranks), after its check that the ranks see about the same. (The
+        CUDA context is counted with the weights, as memory.plan's framework overhead.)"""
+        live = lab_gpu.holds()
+        free = [lab_gpu.free_mib(g, live) for g in self.cards()]
+        pre = min(free)
+        for rank, local in enumerate(free):
+            if self.args.tp_size > 1 and pre < local * 0.9:
+                self.die(["RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+                          "processes. pre_model_load_memory=%r, local_gpu_memory=%r, local_gpu_memory * 0.9=%r"
+                          % (pre / 1024.0, local / 1024.0, local / 1024.0 * 0.9)], rank=rank)
+        return pre
 
     def start(self):
         args = self.args
@@ -152,6 +175,7 @@ class Server:
         Log.line("Load weight begin. avail mem=%.2f GB" % (total - 0.45), rank=0)
         self.sleep("load_weights")
         weights, draft_weights = memory.weights_gib(args, target, draft)
+        self.hold((weights + draft_weights + memory.FRAMEWORK_OVERHEAD_GIB) * 1024)
         try:
             self.plan = memory.plan(args, target, draft, gpu_mib)
             failure = None
@@ -171,6 +195,8 @@ class Server:
             self.oom_killed()
         if failure is not None:
             self.die(failure.lines)
+        # The KV pool and the state fill the rest of the static budget.
+        self.hold(max(0.0, self.plan["budget_gib"] - weights - draft_weights - memory.FRAMEWORK_OVERHEAD_GIB) * 1024)
         self.log_pools(target)
         self.capture_graphs(target)
         Log.line("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
@@ -217,6 +243,7 @@ class Server:
                       "Huge performance loss)",
                       "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose "],
                      cpp_frames=TRACE_FRAMES)
+        self.hold(plan["graph_gib"] * 1024)
         sizes = [bs for bs in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160) if bs <= plan["graph_bs"]]
         Log.line("Capture %s CUDA graph end. bs=%s, elapsed=%.2f s, mem usage=%.2f GB, avail mem=%.2f GB."
                  % (name, sizes, self.timings["cuda_graph"], plan["graph_gib"],

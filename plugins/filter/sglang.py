@@ -78,14 +78,36 @@ def _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm):
     return problems
 
 
+def _tenant_problems(host, gpus, tp_size, unit):
+    """Processes outside the managed unit holding memory on a GPU the deploy needs (the
+    first tp_size cards): the new server would find that memory taken. The managed unit's
+    own are no obstacle: it is what the deploy restarts."""
+    held = {}
+    for proc in gpus.get("processes") or []:
+        index = proc.get("gpu_index")
+        if proc.get("unit") != unit and index is not None and int(index) < int(tp_size):
+            held.setdefault(proc["pid"], (proc, []))[1].append(proc)
+    problems = []
+    for pid, (first, rows) in sorted(held.items()):
+        where = ", ".join("GPU %s (%s MiB)" % (r["gpu_index"], r.get("used_memory_mib") or "?") for r in rows)
+        owner = ("unit %s" % first["unit"]) if first.get("unit") else "no unit"
+        stop = ("systemctl stop %s" % first["unit"]) if first.get("unit") else ("kill %s" % pid)
+        problems.append("%s: PID %s (%s, %s) holds memory on %s, which this deploy needs and %s does not own. Stop it "
+                        "(%s), or deploy where those GPUs are free."
+                        % (host, pid, first.get("name") or "?", owner, where, unit, stop))
+    return problems
+
+
 def preflight(gpus, host, host_class, gpu_model, envelope, models, model_path, draft_model_path="",
-              backend_sm=None, check_fit=True):
+              backend_sm=None, check_fit=True, unit="sglang.service"):
     """Everything that stops a deploy before the host changes, at once: the GPUs are not the
     class's cards or too few, the attention backend does not run on them, a model folder has
-    no config.json, the envelope's memory lower bound does not fit. `gpus` is gpu_facts'
+    no config.json, the envelope's memory lower bound does not fit, a process outside the
+    managed `unit` holds memory on a GPU the deploy needs. `gpus` is gpu_facts'
     ansible_facts.gpu, `models` sglang_facts' folder -> config.json. Returns {problems: [...],
     fit: the estimate or None}."""
     problems = _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm or {})
+    problems += _tenant_problems(host, gpus, envelope["tp_size"], unit)
     wanted = [model_path] + ([draft_model_path] if draft_model_path else [])
     missing = [path for path in wanted if not (models or {}).get(path)]
     if missing:

@@ -38,7 +38,8 @@ class PlanError(ValueError):
 
 
 class InputError(ValueError):
-    """The user's inputs are wrong; the message says what to change."""
+    """The deploy cannot go on as asked (its inputs, or the host: a port held by another
+    process); the message says what to change."""
 
 
 def config_id(desired):
@@ -134,13 +135,33 @@ def input_problem(wants):
     return "%s: %s. Nothing was changed." % (wants.get("host", "?"), "; ".join(problems))
 
 
+def holder_unit(holder):
+    return ("unit " + holder["unit"]) if holder.get("unit") else "no unit"
+
+
+def port_problem(wants, facts):
+    """A process outside the managed unit listening on the port this deploy's server binds
+    (the new server could not bind it, and a health gate would hear the other one): said as
+    the fix, or None."""
+    unit = wants.get("unit", "sglang.service")
+    # A holder whose process the read could not see is not known to be another's.
+    others = [h for h in facts.get("port_holders") or () if h.get("pid") and h.get("unit") != unit]
+    if not others:
+        return None
+    named = "; ".join("PID %s (%s, %s)" % (h["pid"], h.get("name") or "?", holder_unit(h)) for h in others)
+    stops = sorted(set(("systemctl stop " + h["unit"]) if h.get("unit") else ("kill %s" % h["pid"]) for h in others))
+    return ("%s: port %s is held by %s, not %s: the new server could not bind it. Stop it (%s), or choose another "
+            "port (sglang_service_port). Nothing was changed."
+            % (wants.get("host", "?"), wants.get("port", "?"), named, unit, "; ".join(stops)))
+
+
 def plan(wants, facts):
     """The switch's decisions. `wants`: host, variant and variants (the names there are),
-    release, model_path, desired (unit/env/secrets texts), paths (the same names -> paths),
+    release, model_path, port, desired (unit/env/secrets texts), paths (the same names -> paths),
     release_marker, release_built, checker ({path, sha1}),
     retry_rolled_back, perf_gate ({enabled, baseline, workload, ...}); `facts`: sglang_facts'
     ansible_facts.sglang. A converged host's plan carries its outcome as `ended`."""
-    problem = input_problem(wants)
+    problem = input_problem(wants) or port_problem(wants, facts)
     if problem:
         raise InputError(problem)
     desired, paths, checksums = wants["desired"], wants["paths"], facts["checksums"]

@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parse `nvidia-smi --query-gpu=... --format=csv` output into GPU facts.
+"""Parse `nvidia-smi --query-gpu=... --format=csv` and `--query-compute-apps=...` output
+into GPU facts.
 
 Pure Python (no Ansible imports). Accepts output with its header (fields in any order,
 units in the header such as `memory.total [MiB]`) or without one when told the fields,
-with or without units on the values.
+with or without units on the values; `[N/A]` is None.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,8 +16,17 @@ __metaclass__ = type
 import re
 
 # What gpu_facts asks for, in this order.
-QUERY_FIELDS = ("index", "name", "uuid", "memory.total", "memory.used", "compute_cap",
+QUERY_FIELDS = ("index", "name", "uuid", "memory.total", "memory.used", "memory.free", "compute_cap",
                 "pci.bus_id", "driver_version")
+# What gpu_facts asks about the processes that hold GPU memory (one row per process and card).
+APP_FIELDS = ("pid", "process_name", "used_memory", "gpu_uuid")
+# --query-compute-apps field (as asked, or as the header names it) -> process key
+APP_KEYS = {
+    "pid": "pid", "process_name": "name", "name": "name", "used_memory": "used_memory_mib",
+    "used_gpu_memory": "used_memory_mib", "gpu_uuid": "gpu_uuid", "gpu_bus_id": "gpu_bus_id",
+    "gpu_name": "gpu_name", "gpu_serial": "gpu_serial", "timestamp": "timestamp",
+}
+APP_INT_KEYS = ("pid", "used_memory_mib")
 
 # nvidia-smi field -> fact key
 FACT_KEYS = {
@@ -42,6 +52,10 @@ def query_command(nvidia_smi="nvidia-smi"):
     return [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"]
 
 
+def apps_command(nvidia_smi="nvidia-smi"):
+    return [nvidia_smi, "--query-compute-apps=" + ",".join(APP_FIELDS), "--format=csv,nounits"]
+
+
 def check_failure(rc, stdout, stderr=""):
     """Raise with nvidia-smi's own reason when it did not answer the query."""
     text = (stdout or "") + (stderr or "")
@@ -57,11 +71,11 @@ def _field_name(header_cell):
     return re.sub(r"\s*\[[^\]]*\]\s*$", "", header_cell.strip())
 
 
-def _value(key, raw):
+def _value(key, raw, int_keys=INT_KEYS):
     raw = raw.strip()
     if raw in ("[N/A]", "N/A", "[Not Supported]"):
         return None
-    if key in INT_KEYS:
+    if key in int_keys:
         return int(raw.split()[0])
     if key in FLOAT_KEYS:
         return float(raw.split()[0])
@@ -87,6 +101,43 @@ def parse_csv(text, fields=None):
                                  % (number, len(cells), len(fields), line))
         devices.append({FACT_KEYS[f]: _value(FACT_KEYS[f], c) for f, c in zip(fields, cells)})
     return devices
+
+
+def parse_compute_apps(text, fields=None):
+    """The processes holding GPU memory, one per process and card: {pid, name,
+    used_memory_mib, gpu_uuid, ...}. Header-only (or empty) output is no process. A process
+    name holding ", " keeps it (the driver does not quote)."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    if fields is None:
+        if not lines:
+            return []
+        fields = [_field_name(cell) for cell in lines[0].split(",")]
+        lines = lines[1:]
+    unknown = [f for f in fields if f not in APP_KEYS]
+    if unknown:
+        raise NvidiaSmiError("no process fact for nvidia-smi field(s): %s" % ", ".join(unknown))
+    keys = [APP_KEYS[f] for f in fields]
+    rows = []
+    for number, line in enumerate(lines, 1):
+        cells = [c.strip() for c in line.split(", ")]
+        extra = len(cells) - len(keys)
+        if extra > 0 and "name" in keys:
+            at = keys.index("name")
+            cells[at:at + extra + 1] = [", ".join(cells[at:at + extra + 1])]
+        if len(cells) != len(keys):
+            raise NvidiaSmiError("process line %d has %d values for %d fields: %r"
+                                 % (number, len(cells), len(keys), line))
+        rows.append(dict((k, _value(k, c, APP_INT_KEYS)) for k, c in zip(keys, cells)))
+    return rows
+
+
+def attach_processes(facts, processes, units):
+    """Add the processes to `ansible_facts.gpu`: each with its card's index (by UUID) and its
+    unit (`units`: PID -> unit name or None)."""
+    index_of = dict((d.get("uuid"), d.get("index")) for d in facts["devices"])
+    facts["processes"] = [dict(p, gpu_index=index_of.get(p.get("gpu_uuid")), unit=units.get(p.get("pid")))
+                          for p in processes]
+    return facts
 
 
 def cuda_version(table_text):

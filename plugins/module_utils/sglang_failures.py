@@ -67,12 +67,18 @@ RULES = (
          "CUDA-graph capture failed: lower --cuda-graph-max-bs-decode (now "
          "{cuda_graph_max_bs_decode}) or --mem-fraction-static (now {mem_fraction_static}); "
          "--cuda-graph-backend-decode=disabled confirms it (slow, not for production)"),
+    # srt/distributed/bootstrap.py: the TP ranks found very different free memory
+    Rule("gpu_memory_occupied", ROOT,
+         r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes",
+         "another process holds memory on some of this server's GPUs: find it (nvidia-smi "
+         "--query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv) and stop it"),
     Rule("cuda_oom", ROOT,
          r"(?:torch\.OutOfMemoryError|torch\.cuda\.OutOfMemoryError|CUDA out of memory|"
          r"CUDA error: out of memory)",
          "the GPU ran out of memory outside the static pool: lower --mem-fraction-static (now "
          "{mem_fraction_static}) to leave activation headroom, or lower --chunked-prefill-size "
-         "(now {chunked_prefill_size})"),
+         "(now {chunked_prefill_size}); if nvidia-smi lists other processes on these GPUs, they "
+         "hold the memory: stop them"),
     # A kernel fault in service (the DDTree/DFlash kernels are the usual suspects): torch
     # raises it in the scheduler's event loop and the server exits.
     Rule("cuda_error", ROOT,

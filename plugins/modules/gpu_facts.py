@@ -14,7 +14,10 @@ short_description: Gather NVIDIA GPU facts from nvidia-smi
 version_added: "0.1.0"
 description:
   - Runs C(nvidia-smi --query-gpu=... --format=csv,nounits) on the host and returns the GPUs
-    as C(ansible_facts.gpu).
+    as C(ansible_facts.gpu), each with its memory used and free.
+  - Runs C(nvidia-smi --query-compute-apps=...) and returns the processes that hold GPU
+    memory as C(ansible_facts.gpu.processes), each with the systemd unit it runs in (from
+    C(/proc/PID/cgroup)), so a deploy can tell its own service from other tenants.
   - Fails with nvidia-smi's own reason when the driver cannot be reached or no GPU is found,
     so a deploy stops before it touches anything.
 author:
@@ -106,6 +109,20 @@ ansible_facts:
               memory_used_mib: 4
               compute_capability: "8.6"
               pci_bus_id: "00000000:01:00.0"
+              memory_free_mib: 49136
+        processes:
+          description:
+            - The processes that hold memory on a GPU, one entry per process and card.
+            - C(unit) is the systemd unit (service or scope) the process runs in, null outside any.
+          type: list
+          elements: dict
+          sample:
+            - pid: 31337
+              name: /opt/sglang/releases/0.5.23-b822ed918ee1/bin/python
+              used_memory_mib: 42013
+              gpu_uuid: GPU-5b1d2c4e-a6a6-4c1e-0000-1d2e3f4a5b60
+              gpu_index: 0
+              unit: sglang.service
     model_configs:
       description: Each of O(models) and its parsed C(config.json) (null when it has none).
       returned: when O(models) is given
@@ -121,14 +138,24 @@ elapsed:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import process_unit
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import model_configs
 from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import (
-    NvidiaSmiError, check_failure, cuda_version, gpu_facts, parse_csv, query_command,
+    NvidiaSmiError, apps_command, attach_processes, check_failure, cuda_version, gpu_facts, parse_compute_apps,
+    parse_csv, query_command,
 )
 
 
 def run_nvidia_smi(module, args):
     return module.run_command(args, environ_update={"LC_ALL": "C"})
+
+
+def gpu_processes(module, binary):
+    """The processes holding GPU memory, with their units."""
+    rc, out, err = run_nvidia_smi(module, ["timeout", str(module.params["timeout"])] + apps_command(binary))
+    check_failure(rc, out, err)
+    processes = parse_compute_apps(out)
+    return processes, dict((p["pid"], process_unit(p["pid"])) for p in processes)
 
 
 def main():
@@ -156,6 +183,7 @@ def main():
         devices = parse_csv(out)
         table_rc, table, table_err = run_nvidia_smi(module, ["timeout", str(module.params["timeout"]), binary])
         facts = gpu_facts(devices, cuda=cuda_version(table) if table_rc == 0 else None)
+        attach_processes(facts, *gpu_processes(module, binary))
     except NvidiaSmiError as exc:
         module.fail_json(msg=str(exc), elapsed=round(time.monotonic() - started, 3))
     found = {"gpu": facts}

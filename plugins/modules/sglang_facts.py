@@ -192,6 +192,13 @@ ansible_facts:
           description: The holder of the deploy lock (another run is deploying), or null.
           type: dict
           sample: {controller: ctl, user: alice, pid: 4242, playbook: deploy_ddtree.yml}
+        port_holders:
+          description:
+            - The processes listening on O(url)'s port (the one this deploy's server binds),
+              each with its systemd unit (null outside any); empty with O(probe=false).
+          type: list
+          elements: dict
+          sample: [{pid: 4242, name: python3, unit: sglang-qwen.service, address: 127.0.0.1}]
         read_at:
           description: The host's clock (epoch seconds) when it was read.
           type: float
@@ -217,6 +224,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import listeners
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
     DEPLOYED, known_good, layout_drift, model_configs, modified_since, observe_layout, read_json, rolled_back_path, sha1_of,
 )
@@ -298,6 +306,7 @@ def main():
         "started_at": main_started,
         "restart_pending": modified_since(params["files"], main_started),
         "locked_by": lock_holder(params["lock"]),
+        "port_holders": listeners(urlsplit(params["url"]).port or 80) if params["probe"] else [],
         "read_at": read_at,
     }
     module.exit_json(changed=False, ansible_facts={"sglang": facts}, elapsed=round(time.monotonic() - started, 3))

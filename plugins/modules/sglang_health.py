@@ -20,6 +20,9 @@ description:
     failed or went inactive, systemd is auto-restarting it, or it is already on a new
     invocation or a higher restart count than when the wait began. The health endpoint
     answering 401 or 403 is also final.
+  - A 200 counts only from the unit's own server. When processes on this host listen on the
+    URL's port and none of them runs in the unit (its cgroup), another server answered, and the
+    result is C(failed) with cause C(port_taken), naming the holders.
   - Then reads the journal of that exact invocation (its own output and systemd's lines about
     it), all of it, in one streaming pass, and names the cause with a hint of what to change,
     the evidence lines (with context, wherever they are in the invocation) and the tail.
@@ -219,8 +222,8 @@ cause:
   description: The named cause (null when healthy), for example C(kv_pool_oom),
     C(weights_leave_no_kv), C(hybrid_state_oom), C(cuda_graph_oom), C(cuda_graph_failed),
     C(cuda_oom), C(oom_killed), C(bad_argument), C(import_error), C(port_in_use),
-    C(model_not_found), C(warmup_failed), C(child_died), C(unauthorized), C(timeout),
-    C(unknown).
+    C(model_not_found), C(warmup_failed), C(child_died), C(unauthorized), C(port_taken),
+    C(timeout), C(unknown).
   returned: always
   type: str
   sample: kv_pool_oom
@@ -277,10 +280,12 @@ import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
     classify_stream, stream_invocation, tail_command,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import listeners
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import auth_headers
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import args_from_argv
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
@@ -328,6 +333,7 @@ class Gate:
         # Earlier slices of the same wait count against the deadline.
         self.started = time.monotonic() - module.params["waited"]
         self.healthy_at = module.params["healthy_at"]
+        self.taken = None   # the other processes that answered on the port, once seen
 
     def settled(self):
         if not self.params["settle"]:
@@ -343,6 +349,19 @@ class Gate:
 
     def elapsed(self):
         return round(time.monotonic() - self.started, 3)
+
+    def taken_by_another(self):
+        """A 200 counts only from the unit's own server: when processes on this host listen on
+        the URL's port and none runs in the unit (its cgroup), another server answered."""
+        holders = listeners(urlsplit(self.params["url"]).port or 80)
+        # A socket whose owner this process cannot see (no CAP_SYS_PTRACE) proves nothing.
+        if holders and all(h["pid"] for h in holders) and not any(h["unit"] == self.params["unit"] for h in holders):
+            self.taken = holders
+        return self.taken is not None
+
+    def taken_reason(self):
+        return "%s answered 200, but from %s, not from %s" % (
+            self.params["url"], holder_names(self.taken), self.params["unit"])
 
     def headers(self):
         return auth_headers(self.params["headers"], self.params["api_key"])
@@ -365,6 +384,8 @@ class Gate:
                 if verdict == RUNNING and not prober.is_alive() and prober.status is None:
                     prober.start()
                 if prober.status == 200 and self.healthy_at is None:
+                    if self.taken_by_another():
+                        return "failed", self.taken_reason(), status, prober
                     self.healthy_at = self.elapsed()
                 if self.healthy_at is not None:
                     if verdict == RUNNING and self.elapsed() - self.healthy_at >= self.params["settle"]:
@@ -392,6 +413,8 @@ class Gate:
             return "failed", reason, status, prober
         if verdict == RUNNING:
             prober.status, prober.error = prober.probe_once()
+            if prober.status == 200 and self.taken_by_another():
+                return "failed", self.taken_reason(), status, prober
             if prober.status == 200:
                 return "healthy", "%s answered 200" % self.params["url"], status, prober
         return "starting", reason, status, prober
@@ -416,6 +439,11 @@ class Gate:
                 invocation_id, self.params["tail_lines"], self.journalctl, self.params["unit"], pid))
             result["tail"] = out.splitlines() if rc == 0 else ["(journalctl failed: %s)" % err.strip()]
         return result
+
+
+def holder_names(holders):
+    return "; ".join("PID %s (%s, %s)" % (h["pid"] or "?", h["name"] or "?",
+                                          ("unit " + h["unit"]) if h["unit"] else "no unit") for h in holders)
 
 
 def describe_probe(prober):
@@ -473,6 +501,10 @@ def main():
     if prober.status in FINAL_HTTP:
         cause = "unauthorized"
         hint = "the health endpoint refused the request (HTTP %d): pass the server's api_key" % prober.status
+    if gate.taken:
+        cause = "port_taken"
+        hint = "another process answers on the port: stop %s, or choose another port (sglang_service_port)" % (
+            holder_names(gate.taken))
     if state in ("healthy", "starting", "waiting"):
         cause, hint = None, None
     facts = {

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -42,6 +43,17 @@ def container_ids(label_only: bool = True) -> dict:
     if label_only:
         args += ["--filter", "label=io.inferops.lab=1", "--filter", "label=io.inferops.lab.set=" + PREFIX]
     return {c["Names"][0]: c["Id"] for c in json.loads(podman(*args).stdout or "[]")}
+
+
+@pytest.fixture
+def tenants(lab):
+    """Occupy a host's GPUs (`labctl occupy`); every tenant is released afterwards."""
+    def occupy(host, gpus, mib, unit=True):
+        out = labctl("occupy", host.name, "--gpus", gpus, "--mib", str(mib), *([] if unit else ["--no-unit"])).stdout
+        return int(re.search(r"PID (\d+) holds", out).group(1))
+    yield occupy
+    for host in lab.values():
+        labctl("release", host.name)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 
 from tests.integration.ansible_run import BIN, REPO, run_playbook
 from tests.integration.deploying import UNIT, deploy, healthy, invocation, recap, report
+from tests.integration.labhost import labctl
 
 
 def test_ct200_ddtree_is_kept_idempotent_and_check_mode_changes_nothing(fresh, ct200):
@@ -206,6 +207,22 @@ def test_bad_input_fails_before_anything_changes(fresh, ct129, extra, words):
     assert proc.returncode != 0 and words in " ".join(proc.stdout.split()), proc.stdout[-3000:]
     assert ct129.run("test -e /etc/systemd/system/sglang.service", check=False).returncode == 1
     assert ct129.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1
+
+
+def test_a_gpu_tenant_stops_the_deploy_until_it_is_released(fresh, ct200, tenants):
+    """Another process holding 60000 MiB on each of ct200's GPUs: the preflight names it
+    (PID, unit, memory) and changes nothing; once it is gone the deploy goes on."""
+    pid = tenants(ct200, "0,1,2,3,4,5,6,7", 60000)
+    proc = deploy("deploy_nextn", ct200)
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode != 0 and "PID %d (" % pid in said and "GPU 0 (60000 MiB), GPU 1 (60000 MiB)" in said, said[-3000:]
+    assert "unit inferops-tenant-" in said and "does not own. Stop it (systemctl stop inferops-tenant-" in said
+    assert "Nothing was changed" in said
+    assert ct200.run("test -e %s" % UNIT, check=False).returncode == 1
+    assert ct200.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1
+    labctl("release", "ct200")
+    again = deploy("deploy_nextn", ct200)
+    assert again.returncode == 0 and report(ct200)["outcome"] == "deployed", again.stdout[-3000:]
 
 
 def test_status_playbook(fresh, ct200, tmp_path):

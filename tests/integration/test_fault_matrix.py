@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, run_playbook
+from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, run_module, run_playbook
 from tests.integration.deploying import UNIT, deploy, healthy, invocation, report, reset_service
 
 # The rows share one NEXTN deploy per host (the module's fixture): under pytest-xdist they
@@ -152,19 +152,78 @@ def test_unknown_flag_is_caught_before_the_service_stops(nextn):
     assert_back_to(host, before, restarted=False)
 
 
-def test_port_already_in_use(nextn):
+def test_port_held_by_another_process_is_refused_before_anything_changes(nextn):
+    """A process outside the managed unit listens on the port the deploy's server would bind:
+    the plan names it (PID, unit) and nothing on the host changes."""
     host = nextn["ct200"]
-    before = fingerprint(host)
+    before, running = fingerprint(host), invocation(host)
     host.run("systemd-run --unit squatter --collect python3 -m http.server 30010 --bind 127.0.0.1")
     try:
         host.wait_for(lambda: host.run("python3 -c \"import socket; socket.create_connection(('127.0.0.1', 30010), 1)\"",
                                        check=False).returncode == 0, 10, what="the squatter to listen")
         proc = deploy("deploy", host, sglang_variant="dflash", sglang_service_port=30010, **RETRY)
-        rep = rolled_back(proc, host, "port_in_use")
-        assert "(now 30010)" in rep["health"]["hint"]
     finally:
         host.run("systemctl stop squatter", check=False)
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode != 0 and "port 30010 is held by PID" in said and "unit squatter.service" in said, said[-2000:]
+    assert "Stop it (systemctl stop squatter.service)" in said and "Nothing was changed" in said
+    assert invocation(host) == running
+    assert host.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1
+    assert_back_to(host, before, restarted=False)
+
+
+IMPOSTOR = """import http.server, threading
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+        threading.Timer(1.0, lambda: __import__("os")._exit(0)).start()
+http.server.HTTPServer(("127.0.0.1", 30000), H).serve_forever()
+"""
+
+
+def test_the_gate_counts_a_200_only_from_its_own_server(nextn):
+    """While the new server still loads, another process answers 200 on its port (and leaves
+    a second later): the gate calls that port_taken, not healthy, and the deploy rolls back."""
+    host = nextn["ct200"]
+    before, running = fingerprint(host), invocation(host)
+    host.put("/opt/bench/impostor.py", IMPOSTOR)
+    faults(host, slow_start_s=6, only_algorithm="DFLASH")
+    proc = spawn_deploy(host, "deploy", sglang_variant="dflash", **RETRY)
+    try:
+        host.wait_for(lambda: invocation(host) not in ("", running), 240, interval=0.1, what="the restart")
+        host.run("systemd-run --unit impostor --collect python3 /opt/bench/impostor.py")
+        proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        host.run("systemctl stop impostor 2>/dev/null; true", check=False)
+    rep = rolled_back(proc, host, "port_taken")
+    assert "not from sglang.service" in rep["health"]["reason"] and "unit impostor.service" in rep["health"]["reason"]
     assert_back_to(host, before)
+
+
+def test_a_second_server_on_gpus_in_use_fails_with_sglangs_memory_message(nextn):
+    """A second SGLang beside the running one: the weights do not fit in what it left free,
+    torch says so, and the classifier names the cause; the running server is untouched."""
+    host = nextn["ct129"]   # 2 cards of 48 GB: the weights need half of each, NEXTN left less
+    before, running = fingerprint(host), invocation(host)
+    argv = ("--model-path /models/Qwen3.6-27B --tp-size 2 --mem-fraction-static 0.85 --port 30019 "
+            "--context-length 32768")
+    host.put("/etc/systemd/system/second-server.service", (
+        "[Service]\nEnvironment=PYTHONPATH=/opt/inferops-lab\nExecStart=/usr/bin/python3 -m sglang_sim %s\n" % argv))
+    host.run("systemctl daemon-reload; systemctl reset-failed second-server 2>/dev/null; systemctl start second-server")
+    try:
+        res = run_module(host.name, "inferops.sglang.sglang_health",
+                         {"unit": "second-server.service", "url": "http://127.0.0.1:30019/health", "timeout": 60,
+                          "fail_on_unhealthy": False, "progress_interval": 0})
+    finally:
+        host.run("systemctl stop second-server; rm -f /etc/systemd/system/second-server.service; "
+                 "systemctl daemon-reload; systemctl reset-failed second-server", check=False)
+    assert res["state"] != "healthy" and res["cause"] == "cuda_oom", res
+    assert "CUDA out of memory" in " ".join(e["match"] for e in res["evidence"]), res["evidence"]
+    assert "other processes on these GPUs" in res["hint"]
+    assert invocation(host) == running
+    assert_back_to(host, before, restarted=False)
 
 
 def test_missing_draft_model_directory(nextn):

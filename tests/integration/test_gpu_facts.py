@@ -6,6 +6,7 @@ import json
 import pytest
 
 from tests.integration.ansible_run import run_module
+from tests.integration.labhost import labctl
 
 
 @pytest.mark.parametrize("host, count, model, mib, cap", [
@@ -45,3 +46,27 @@ def test_missing_nvidia_smi(ct129):
 def test_check_mode_reads_too(ct200):
     res = run_module("ct200", "inferops.sglang.gpu_facts", {}, check=True)
     assert res["ansible_facts"]["gpu"]["count"] == 8
+
+
+def test_the_processes_holding_gpu_memory_are_named_with_their_unit(ct129, tenants):
+    """A tenant under a transient unit and one under none, each on its own card: gpu_facts
+    names both (PID, memory, card, unit or null) and each card's free memory drops by theirs."""
+    before = {d["index"]: d["memory_free_mib"] for d in run_module("ct129", "inferops.sglang.gpu_facts", {})[
+        "ansible_facts"]["gpu"]["devices"]}
+    in_unit, no_unit = tenants(ct129, "0", 1000), tenants(ct129, "1", 2000, unit=False)
+    gpu = run_module("ct129", "inferops.sglang.gpu_facts", {})["ansible_facts"]["gpu"]
+    procs = {p["pid"]: p for p in gpu["processes"]}
+    assert procs[in_unit]["gpu_index"] == 0 and procs[in_unit]["used_memory_mib"] == 1000
+    assert procs[in_unit]["unit"].startswith("inferops-tenant-") and procs[in_unit]["unit"].endswith(".service")
+    assert procs[no_unit]["gpu_index"] == 1 and procs[no_unit]["used_memory_mib"] == 2000
+    assert procs[no_unit]["unit"] is None and procs[no_unit]["name"].endswith("python3")
+    assert {d["index"]: d["memory_free_mib"] for d in gpu["devices"]} == {0: before[0] - 1000, 1: before[1] - 2000}
+    ct129.run(["kill", "-KILL", str(no_unit)])   # however a process exits, its memory comes back
+    gpu = run_module("ct129", "inferops.sglang.gpu_facts", {})["ansible_facts"]["gpu"]
+    assert no_unit not in {p["pid"] for p in gpu["processes"]} and gpu["devices"][1]["memory_free_mib"] == before[1]
+
+
+def test_a_tenant_that_does_not_fit_fails_as_cuda_does(ct129, tenants):
+    free = run_module("ct129", "inferops.sglang.gpu_facts", {})["ansible_facts"]["gpu"]["devices"][0]["memory_free_mib"]
+    proc = labctl("occupy", "ct129", "--gpus", "0", "--mib", str(free + 1), check=False)
+    assert proc.returncode != 0 and "CUDA error: out of memory" in proc.stderr, proc.stderr

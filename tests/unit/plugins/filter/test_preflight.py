@@ -19,8 +19,13 @@ BLACKWELL = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 SM = {"fa3": ["8.0", "8.6", "8.7", "8.9", "9.0"], "trtllm_mha": ["9.0", "10.0", "12.0"]}
 
 
-def gpus(count, name=BLACKWELL, mib=97887, cc="12.0"):
-    return {"count": count, "devices": [{"name": name, "memory_total_mib": mib, "compute_capability": cc}] * count}
+def gpus(count, name=BLACKWELL, mib=97887, cc="12.0", processes=()):
+    return {"count": count, "devices": [{"name": name, "memory_total_mib": mib, "compute_capability": cc}] * count,
+            "processes": list(processes)}
+
+
+def tenant(pid, index, mib=60000, unit=None, name="/usr/bin/python3"):
+    return {"pid": pid, "name": name, "used_memory_mib": mib, "gpu_index": index, "unit": unit}
 
 
 ENVELOPE = {"tp_size": 8, "mem_fraction_static": 0.85, "context_length": 131072, "max_running_requests": 64,
@@ -43,6 +48,17 @@ CASES = [
     ("two problems at once", gpus(4), {"attention_backend": "fa3"}, CONFIGS, DRAFT,
      ["at least tp_size=8 of them", "attention_backend=fa3 needs compute capability"]),
     ("nextn needs no draft model", gpus(8), {}, {MODEL: CONFIGS[MODEL]}, "", []),
+    ("the managed unit's own memory is no obstacle",
+     gpus(8, processes=[tenant(7, i, unit="sglang.service") for i in range(8)]), {}, CONFIGS, DRAFT, []),
+    ("a tenant with no unit on two cards: named once, with its PID and memory",
+     gpus(8, processes=[tenant(4242, 0), tenant(4242, 1)]), {}, CONFIGS, DRAFT,
+     ["ct200: PID 4242 (/usr/bin/python3, no unit) holds memory on GPU 0 (60000 MiB), GPU 1 (60000 MiB), which this "
+      "deploy needs and sglang.service does not own. Stop it (kill 4242), or deploy where those GPUs are free."]),
+    ("a hand-made unit's server", gpus(8, processes=[tenant(99, 3, 41000, "sglang-qwen.service")]), {}, CONFIGS,
+     DRAFT, ["PID 99 (/usr/bin/python3, unit sglang-qwen.service) holds memory on GPU 3 (41000 MiB), which this "
+             "deploy needs and sglang.service does not own. Stop it (systemctl stop sglang-qwen.service)"]),
+    ("a tenant on a card past tp_size is no obstacle", gpus(8, processes=[tenant(5, 4)]), {"tp_size": 4}, CONFIGS,
+     DRAFT, []),
 ]
 
 

@@ -30,7 +30,7 @@ DEPLOYED = {"variant": "nextn", "release": "/opt/sglang/releases/r",
 
 def wants(**over):
     base = {"host": "ct200", "variants": ["nextn", "dflash", "ddtree"], "release": "/opt/sglang/releases/r",
-            "model_path": "/models/m", "desired": DESIRED, "paths": {"unit": UNIT, "env": ENV, "secrets": SECRETS}, "release_marker": MARKER,
+            "model_path": "/models/m", "port": 30000, "desired": DESIRED, "paths": {"unit": UNIT, "env": ENV, "secrets": SECRETS}, "release_marker": MARKER,
             "checker": {"path": CHECKER, "sha1": "c"}, "variant": "ddtree", "unit": "sglang.service",
             "retry_rolled_back": False, "perf_gate": {"enabled": False, "baseline": "measure", "workload": WORKLOAD}}
     base.update(over)
@@ -114,6 +114,27 @@ def test_bad_inputs_are_refused_by_name(want, message):
     with pytest.raises(dp.InputError) as err:
         dp.plan(wants(**want), facts())
     assert str(err.value) == message
+
+
+@pytest.mark.parametrize("holders, message", [
+    ([{"pid": 7, "name": "python3", "unit": "sglang.service", "address": "127.0.0.1"}], None),
+    ([], None),
+    ([{"pid": 42, "name": "python3", "unit": "sglang-qwen.service", "address": "0.0.0.0"}],
+     "ct200: port 30000 is held by PID 42 (python3, unit sglang-qwen.service), not sglang.service: the new server "
+     "could not bind it. Stop it (systemctl stop sglang-qwen.service), or choose another port (sglang_service_port). "
+     "Nothing was changed."),
+    ([{"pid": 9, "name": "nc", "unit": None, "address": "127.0.0.1"},
+      {"pid": 7, "name": "python3", "unit": "sglang.service", "address": "::1"}],
+     "ct200: port 30000 is held by PID 9 (nc, no unit), not sglang.service: the new server could not bind it. Stop "
+     "it (kill 9), or choose another port (sglang_service_port). Nothing was changed."),
+], ids=["the managed unit's own server", "nobody", "a hand-made unit", "a process in no unit beside ours"])
+def test_a_port_held_outside_the_managed_unit_is_refused(holders, message):
+    if message is None:
+        assert dp.plan(wants(), facts(port_holders=holders))["converged"]
+    else:
+        with pytest.raises(dp.InputError) as err:
+            dp.plan(wants(), facts(port_holders=holders))
+        assert str(err.value) == message
 
 
 def test_snapshot_record_names_what_proved_the_service_healthy():

@@ -68,7 +68,12 @@ CASES = [
     ("cuda-oom",
      [SERVER_ARGS, *LOADED, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. "
       "GPU 0 has a total capacity of 47.99 GiB of which 1.02 GiB is free."],
-     "cuda_oom", "weights_loaded", ["--chunked-prefill-size (now 4096)"]),
+     "cuda_oom", "weights_loaded", ["--chunked-prefill-size (now 4096)", "other processes on these GPUs"]),
+    ("gpu-memory-occupied",
+     [SERVER_ARGS, "[2026-11-30 10:00:01 TP1] Scheduler hit an exception: Traceback (most recent call last):",
+      "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+      "pre_model_load_memory=18.6875, local_gpu_memory=47.984375, local_gpu_memory * 0.9=43.1859375", SIGQUIT],
+     "gpu_memory_occupied", "server_args", ["--query-compute-apps", "stop it"]),
     ("oom-killed-scheduler",
      [SERVER_ARGS, "[2026-11-30 10:00:01 TP0] Load weight begin. avail mem=47.21 GB",
       "[2026-11-30 10:00:12] Rank 1 scheduler died during initialization (exit code: -9). If exit code is "

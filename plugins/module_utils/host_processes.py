@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Who is who on a shared host (private to this collection): the systemd unit a process
+runs in (from /proc/PID/cgroup) and the processes listening on a TCP port (from
+/proc/net/tcp{,6} and their file descriptors, as `ss -ltnp` finds them). The parsers are
+pure; the readers only read /proc."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import socket
+import struct
+
+# The unit types a process lives in (slices only group them).
+UNIT_SUFFIXES = (".service", ".scope")
+LISTEN = "0A"
+
+
+def unit_of_cgroup(text):
+    """The systemd unit (service or scope) a process runs in, from /proc/PID/cgroup: the
+    name=systemd hierarchy where there is one (cgroup v1 and the hybrid layout, where the
+    unified `0::` line may not follow systemd's tree), else cgroup v2's `0::` line. None
+    outside any unit."""
+    paths = {}
+    for line in (text or "").splitlines():
+        parts = line.strip().split(":", 2)
+        if len(parts) == 3:
+            paths[parts[1]] = parts[2]
+    path = paths.get("name=systemd", paths.get(""))
+    if not path:
+        return None
+    for part in reversed(path.strip("/").split("/")):
+        if part.endswith(UNIT_SUFFIXES):
+            return part
+    return None
+
+
+def process_unit(pid):
+    """The unit of a running process; None outside any, or when it has exited."""
+    try:
+        with open("/proc/%d/cgroup" % int(pid)) as fh:
+            return unit_of_cgroup(fh.read())
+    except (OSError, TypeError, ValueError):
+        return None
+
+
+def _address(hex_address, family):
+    """/proc/net/tcp's `0100007F:7530` (host byte order words) as ('127.0.0.1', 30000)."""
+    host, port = hex_address.split(":")
+    raw = bytes.fromhex(host)
+    if family == socket.AF_INET6:
+        raw = b"".join(struct.pack("<I", struct.unpack(">I", raw[i:i + 4])[0]) for i in range(0, 16, 4))
+    else:
+        raw = struct.pack("<I", struct.unpack(">I", raw)[0])
+    return socket.inet_ntop(family, raw), int(port, 16)
+
+
+def listening_sockets(text, port, family=socket.AF_INET):
+    """The sockets of a /proc/net/tcp (or tcp6) table that listen on `port`: [{inode, address}]."""
+    found = []
+    for line in (text or "").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 10 or fields[3] != LISTEN:
+            continue
+        address, local_port = _address(fields[1], family)
+        if local_port == int(port):
+            found.append({"inode": int(fields[9]), "address": address})
+    return found
+
+
+def _read(path):
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def _socket_owners(inodes):
+    """PID of each socket inode, from the processes' file descriptors."""
+    wanted, owners = set("socket:[%d]" % inode for inode in inodes), {}
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        fd_dir = "/proc/%s/fd" % pid
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if target in wanted:
+                owners[int(target[8:-1])] = int(pid)
+    return owners
+
+
+def listeners(port):
+    """Who listens on a TCP port on this host: [{pid, name, unit, address}] (pid None when the
+    owner cannot be seen)."""
+    sockets = (listening_sockets(_read("/proc/net/tcp"), port, socket.AF_INET)
+               + listening_sockets(_read("/proc/net/tcp6"), port, socket.AF_INET6))
+    owners = _socket_owners([s["inode"] for s in sockets]) if sockets else {}
+    found = []
+    for sock in sockets:
+        pid = owners.get(sock["inode"])
+        name = _read("/proc/%d/comm" % pid).strip() if pid else None
+        found.append({"pid": pid, "name": name, "unit": process_unit(pid) if pid else None,
+                      "address": sock["address"]})
+    return found
