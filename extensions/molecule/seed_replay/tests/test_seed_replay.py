@@ -4,7 +4,10 @@ from __future__ import annotations
 import pytest
 from labverify import UNIT_PATH, health_status, reports, unit_failed_at
 
-DETECTION_LIMIT_S = 2.0
+# Seconds, not the incident's minutes: the gate saw the failure itself, with no timeout. The
+# figure is make bench's (median 0.33 s); here the integration suite runs beside this scenario
+# on the same 2 cores, and one `systemctl show` alone can take a second, so the bound is loose.
+DETECTION_LIMIT_S = 5.0
 
 
 def ddtree_reports(name):
@@ -20,7 +23,7 @@ def test_a6000_deploys_failed_for_their_cause_and_rolled_back(a6000, attempt, ca
 
 
 @pytest.mark.parametrize("attempt", [0, 1])
-def test_each_failure_was_caught_within_two_seconds_of_the_unit_failing(a6000, attempt):
+def test_each_failure_was_caught_within_seconds_of_the_unit_failing(a6000, attempt):
     rep = ddtree_reports(a6000.lab_name)[attempt]
     failed_at = unit_failed_at(a6000, rep["health"]["invocation_id"])
     delay = rep["health"]["observed_at"] - failed_at
