@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, release
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.memory_fit import estimate, explain
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import FAILING_VERDICTS, settle_baseline
 from ansible_collections.inferops.sglang.plugins.module_utils.server_args import (
@@ -88,13 +89,10 @@ def _tenant_problems(host, gpus, tp_size, unit):
         if proc.get("unit") != unit and index is not None and int(index) < int(tp_size):
             held.setdefault(proc["pid"], (proc, []))[1].append(proc)
     problems = []
-    for pid, (first, rows) in sorted(held.items()):
+    for first, rows in (held[pid] for pid in sorted(held)):
         where = ", ".join("GPU %s (%s MiB)" % (r["gpu_index"], r.get("used_memory_mib") or "?") for r in rows)
-        owner = ("unit %s" % first["unit"]) if first.get("unit") else "no unit"
-        stop = ("systemctl stop %s" % first["unit"]) if first.get("unit") else ("kill %s" % pid)
-        problems.append("%s: PID %s (%s, %s) holds memory on %s, which this deploy needs and %s does not own. Stop it "
-                        "(%s), or deploy where those GPUs are free."
-                        % (host, pid, first.get("name") or "?", owner, where, unit, stop))
+        problems.append("%s: %s holds memory on %s, which this deploy needs and %s does not own. Stop it (%s), or "
+                        "deploy where those GPUs are free." % (host, describe(first), where, unit, stop_command(first)))
     return problems
 
 

@@ -17,6 +17,7 @@ __metaclass__ = type
 import hashlib
 import json
 
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     FAILING_VERDICTS, judge, recorded_baseline,
 )
@@ -135,10 +136,6 @@ def input_problem(wants):
     return "%s: %s. Nothing was changed." % (wants.get("host", "?"), "; ".join(problems))
 
 
-def holder_unit(holder):
-    return ("unit " + holder["unit"]) if holder.get("unit") else "no unit"
-
-
 def port_problem(wants, facts):
     """A process outside the managed unit listening on the port this deploy's server binds
     (the new server could not bind it, and a health gate would hear the other one): said as
@@ -148,8 +145,8 @@ def port_problem(wants, facts):
     others = [h for h in facts.get("port_holders") or () if h.get("pid") and h.get("unit") != unit]
     if not others:
         return None
-    named = "; ".join("PID %s (%s, %s)" % (h["pid"], h.get("name") or "?", holder_unit(h)) for h in others)
-    stops = sorted(set(("systemctl stop " + h["unit"]) if h.get("unit") else ("kill %s" % h["pid"]) for h in others))
+    named = "; ".join(describe(h) for h in others)
+    stops = sorted(set(stop_command(h) for h in others))
     return ("%s: port %s is held by %s, not %s: the new server could not bind it. Stop it (%s), or choose another "
             "port (sglang_service_port). Nothing was changed."
             % (wants.get("host", "?"), wants.get("port", "?"), named, unit, "; ".join(stops)))

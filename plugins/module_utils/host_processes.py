@@ -12,7 +12,6 @@ __metaclass__ = type
 
 import os
 import socket
-import struct
 
 # The unit types a process lives in (slices only group them).
 UNIT_SUFFIXES = (".service", ".scope")
@@ -51,10 +50,7 @@ def _address(hex_address, family):
     """/proc/net/tcp's `0100007F:7530` (host byte order words) as ('127.0.0.1', 30000)."""
     host, port = hex_address.split(":")
     raw = bytes.fromhex(host)
-    if family == socket.AF_INET6:
-        raw = b"".join(struct.pack("<I", struct.unpack(">I", raw[i:i + 4])[0]) for i in range(0, 16, 4))
-    else:
-        raw = struct.pack("<I", struct.unpack(">I", raw)[0])
+    raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
     return socket.inet_ntop(family, raw), int(port, 16)
 
 
@@ -79,10 +75,14 @@ def _read(path):
         return ""
 
 
-def _socket_owners(inodes):
-    """PID of each socket inode, from the processes' file descriptors."""
+def _socket_owners(inodes, likely=()):
+    """PID of each socket inode, from the processes' file descriptors: the `likely` PIDs first
+    (the service's own main process), the rest of /proc only for sockets still unowned."""
     wanted, owners = set("socket:[%d]" % inode for inode in inodes), {}
-    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+    pids = [str(p) for p in likely if p] + [p for p in os.listdir("/proc") if p.isdigit()]
+    for pid in pids:
+        if len(owners) == len(wanted):
+            break
         fd_dir = "/proc/%s/fd" % pid
         try:
             fds = os.listdir(fd_dir)
@@ -98,12 +98,12 @@ def _socket_owners(inodes):
     return owners
 
 
-def listeners(port):
+def listeners(port, likely=()):
     """Who listens on a TCP port on this host: [{pid, name, unit, address}] (pid None when the
-    owner cannot be seen)."""
+    owner cannot be seen). `likely`: PIDs to look at first."""
     sockets = (listening_sockets(_read("/proc/net/tcp"), port, socket.AF_INET)
                + listening_sockets(_read("/proc/net/tcp6"), port, socket.AF_INET6))
-    owners = _socket_owners([s["inode"] for s in sockets]) if sockets else {}
+    owners = _socket_owners([s["inode"] for s in sockets], likely) if sockets else {}
     found = []
     for sock in sockets:
         pid = owners.get(sock["inode"])
@@ -111,3 +111,14 @@ def listeners(port):
         found.append({"pid": pid, "name": name, "unit": process_unit(pid) if pid else None,
                       "address": sock["address"]})
     return found
+
+
+def describe(holder):
+    """A process as the messages name it: `PID 42 (python3, unit x.service)` or `(…, no unit)`."""
+    unit = ("unit " + holder["unit"]) if holder.get("unit") else "no unit"
+    return "PID %s (%s, %s)" % (holder.get("pid") or "?", holder.get("name") or "?", unit)
+
+
+def stop_command(holder):
+    """What stops it: its unit when it has one, else the process."""
+    return ("systemctl stop " + holder["unit"]) if holder.get("unit") else "kill %s" % holder.get("pid")

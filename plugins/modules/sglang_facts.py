@@ -306,7 +306,7 @@ def main():
         "started_at": main_started,
         "restart_pending": modified_since(params["files"], main_started),
         "locked_by": lock_holder(params["lock"]),
-        "port_holders": listeners(urlsplit(params["url"]).port or 80) if params["probe"] else [],
+        "port_holders": listeners(urlsplit(params["url"]).port or 80, [unit["main_pid"]]) if params["probe"] else [],
         "read_at": read_at,
     }
     module.exit_json(changed=False, ansible_facts={"sglang": facts}, elapsed=round(time.monotonic() - started, 3))

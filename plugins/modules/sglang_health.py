@@ -285,7 +285,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
     classify_stream, stream_invocation, tail_command,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
-from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import listeners
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, listeners
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import auth_headers
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import args_from_argv
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
@@ -361,7 +361,7 @@ class Gate:
 
     def taken_reason(self):
         return "%s answered 200, but from %s, not from %s" % (
-            self.params["url"], holder_names(self.taken), self.params["unit"])
+            self.params["url"], "; ".join(describe(h) for h in self.taken), self.params["unit"])
 
     def headers(self):
         return auth_headers(self.params["headers"], self.params["api_key"])
@@ -441,11 +441,6 @@ class Gate:
         return result
 
 
-def holder_names(holders):
-    return "; ".join("PID %s (%s, %s)" % (h["pid"] or "?", h["name"] or "?",
-                                          ("unit " + h["unit"]) if h["unit"] else "no unit") for h in holders)
-
-
 def describe_probe(prober):
     if prober.status is not None:
         return "HTTP %d" % prober.status
@@ -504,7 +499,7 @@ def main():
     if gate.taken:
         cause = "port_taken"
         hint = "another process answers on the port: stop %s, or choose another port (sglang_service_port)" % (
-            holder_names(gate.taken))
+            "; ".join(describe(h) for h in gate.taken))
     if state in ("healthy", "starting", "waiting"):
         cause, hint = None, None
     facts = {
