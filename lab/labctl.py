@@ -12,7 +12,7 @@
                                      start another GPU tenant in HOST that holds N MiB on
                                      each of those GPUs (under a transient unit, or none)
                                      until `release`; fails as CUDA does when it is not free
-    labctl.py release HOST           stop HOST's tenants: their memory comes back
+    labctl.py release HOST           stop HOST's tenants and reset its GPUs: held memory comes back
 
 GPU memory is shared state on a host (sglang_sim/gpu.py): every process that uses a GPU
 (the stand-in, a tenant) holds its memory while it runs, and the lab's nvidia-smi reports
@@ -480,11 +480,13 @@ def cmd_occupy(name: str, gpus: str, mib: int, unit: bool = True) -> int:
 
 
 def cmd_release(name: str) -> int:
-    """Stop every tenant `occupy` started in the host; their memory comes back."""
+    """Stop every tenant `occupy` started in the host; their memory comes back. Memory that
+    gone processes left behind (a lingering hold) comes back too, as after a GPU reset."""
     ctr = PREFIX + name
     podman("exec", ctr, "sh", "-c", "systemctl stop 'inferops-tenant-*.service' 2>/dev/null; "
-           "pkill -TERM -f 'sglang_sim[.]tenant'; rm -f /run/inferops-lab/tenant-*.status; true")
-    print("lab: %s: tenants released" % name)
+           "pkill -TERM -f 'sglang_sim[.]tenant'; rm -f /run/inferops-lab/tenant-*.status; "
+           "PYTHONPATH=/opt/inferops-lab python3 -c 'from sglang_sim import gpu; gpu.reset()'; true")
+    print("lab: %s: tenants released, GPUs reset" % name)
     return 0
 
 

@@ -147,7 +147,8 @@ class Server:
         """Take `mib_per_gpu` on each of this server's GPUs (the host's shared GPU state, held
         until this process exits); what does not fit fails as torch does."""
         try:
-            lab_gpu.allocate(dict((int(g["index"]), int(mib_per_gpu)) for g in self.cards()))
+            lab_gpu.allocate(dict((int(g["index"]), int(mib_per_gpu)) for g in self.cards()),
+                             linger_s=float(self.faults.get("gpu_release_lag_s", 0)))
         except lab_gpu.OutOfMemory as exc:
             self.die(["torch.OutOfMemoryError: %s" % exc])
 
@@ -155,8 +156,8 @@ class Server:
         """SGLang's pre_model_load_memory: what is free on the GPUs before the model loads (the
         smallest over the TP ranks), after its check that the ranks see about the same. (The
         CUDA context is counted with the weights, as memory.plan's framework overhead.)"""
-        live = lab_gpu.holds()
-        free = [lab_gpu.free_mib(g, live) for g in self.cards()]
+        held = lab_gpu.all_holds()
+        free = [lab_gpu.free_mib(g, held) for g in self.cards()]
         pre = min(free)
         for rank, local in enumerate(free):
             if self.args.tp_size > 1 and pre < local * 0.9:

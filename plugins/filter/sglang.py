@@ -79,33 +79,37 @@ def _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm):
     return problems
 
 
-def _tenant_problems(host, gpus, tp_size, unit):
+def _tenant_problems(host, gpus, tp_size, unit, adopt=""):
     """Processes outside the managed unit holding memory on a GPU the deploy needs (the
     first tp_size cards): the new server would find that memory taken. The managed unit's
-    own are no obstacle: it is what the deploy restarts."""
+    own, and a hand-made unit's being adopted, are no obstacle: the deploy stops them."""
     held = {}
+    ours = (unit, adopt or unit)
     for proc in gpus.get("processes") or []:
         index = proc.get("gpu_index")
-        if proc.get("unit") != unit and index is not None and int(index) < int(tp_size):
+        if proc.get("unit") not in ours and index is not None and int(index) < int(tp_size):
             held.setdefault(proc["pid"], (proc, []))[1].append(proc)
     problems = []
     for first, rows in (held[pid] for pid in sorted(held)):
         where = ", ".join("GPU %s (%s MiB)" % (r["gpu_index"], r.get("used_memory_mib") or "?") for r in rows)
-        problems.append("%s: %s holds memory on %s, which this deploy needs and %s does not own. Stop it (%s), or "
-                        "deploy where those GPUs are free." % (host, describe(first), where, unit, stop_command(first)))
+        adopt_it = (", adopt it (sglang_service_adopt: %s)" % first["unit"]) if first.get("unit") else ""
+        problems.append("%s: %s holds memory on %s, which this deploy needs and %s does not own. Stop it (%s)%s, or "
+                        "deploy where those GPUs are free." % (host, describe(first), where, unit, stop_command(first),
+                                                               adopt_it))
     return problems
 
 
 def preflight(gpus, host, host_class, gpu_model, envelope, models, model_path, draft_model_path="",
-              backend_sm=None, check_fit=True, unit="sglang.service"):
+              backend_sm=None, check_fit=True, unit="sglang.service", adopt=""):
     """Everything that stops a deploy before the host changes, at once: the GPUs are not the
     class's cards or too few, the attention backend does not run on them, a model folder has
     no config.json, the envelope's memory lower bound does not fit, a process outside the
-    managed `unit` holds memory on a GPU the deploy needs. `gpus` is gpu_facts'
+    managed `unit` (and the hand-made unit being adopted, `adopt`) holds memory on a GPU the
+    deploy needs. `gpus` is gpu_facts'
     ansible_facts.gpu, `models` sglang_facts' folder -> config.json. Returns {problems: [...],
     fit: the estimate or None}."""
     problems = _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm or {})
-    problems += _tenant_problems(host, gpus, envelope["tp_size"], unit)
+    problems += _tenant_problems(host, gpus, envelope["tp_size"], unit, adopt)
     wanted = [model_path] + ([draft_model_path] if draft_model_path else [])
     missing = [path for path in wanted if not (models or {}).get(path)]
     if missing:
@@ -188,21 +192,28 @@ def _speed(perf):
     return "speed:    %s %s tok/s%s%s" % (perf["variant"], new["output_tokens_per_s"], accept, versus)
 
 
-def _rollback(rollback, known_good, unit):
+def _rollback(rollback, known_good, unit, leftovers=None):
+    leftovers = leftovers or {}
     if not known_good:
         return ("NO KNOWN-GOOD SERVICE EXISTED: nothing to roll back to; %s is stopped and this\n"
                 "  host serves nothing until a working variant is deployed." % unit)
+    if leftovers and not leftovers.get("released", True):
+        return "rolled back to %s: restored but NOT STARTED - %s" % (known_good, leftovers.get("msg"))
+    waited = " (after %s s for what %s left behind)" % (_seconds(leftovers.get("elapsed")), unit) \
+        if leftovers.get("waited") else ""
     state = rollback.get("state", "not started")
     if state == "healthy":
-        return "rolled back to %s: healthy in %s s" % (known_good, _seconds(rollback.get("elapsed")))
-    return "rolled back to %s: %s - %s: %s" % (known_good, state, rollback.get("cause", "?"), rollback.get("hint", ""))
+        return "rolled back to %s: healthy in %s s%s" % (known_good, _seconds(rollback.get("elapsed")), waited)
+    return "rolled back to %s: %s%s - %s: %s" % (
+        known_good, state, waited, rollback.get("cause", "?"), rollback.get("hint", ""))
 
 
 def sglang_diagnosis(host, variant, outcome, failure="", gate=None, perf=None, rollback=None, known_good=None,
-                     unit="sglang.service"):
+                     unit="sglang.service", leftovers=None):
     """The text an operator reads first: what happened to the deploy, the cause with the
     journal line that shows it and what to change, the speed, and the rollback's result.
-    `known_good` is the known-good variant's name, or None when none existed."""
+    `known_good` is the known-good service's name, or None when none existed; `leftovers`
+    gpu_released's result before it started."""
     gate, perf = gate or {}, perf or {}
     lines = [_headline(host, variant, outcome, failure, gate, perf)]
     if outcome in ("not_retried", "failed", "check"):
@@ -214,7 +225,7 @@ def sglang_diagnosis(host, variant, outcome, failure="", gate=None, perf=None, r
     if perf.get("new") and perf.get("verdict") != "bench_failed":
         lines.append(_speed(perf))
     if outcome == "rolled_back":
-        lines.append(_rollback(rollback or {}, known_good, unit))
+        lines.append(_rollback(rollback or {}, known_good, unit, leftovers))
     return "\n  ".join(lines)
 
 
@@ -270,7 +281,27 @@ def sglang_deploy_diagnosis(result, host, rollback=None):
     the rollback's health gate and the known-good variant's name (None: none existed)."""
     result, rollback = _plain(result), _plain(rollback) or {}
     return sglang_diagnosis(host, result["variant"], result["outcome"], result["failure"], result["gate"],
-                            result["perf"], rollback.get("gate"), rollback.get("known_good"), result["unit"])
+                            result["perf"], rollback.get("gate"), rollback.get("known_good"), result["unit"],
+                            rollback.get("leftovers"))
+
+
+def sglang_rollback_plan(facts, check):
+    """What playbooks/rollback.yml does (restore or leave alone); `check`: host, unit,
+    unit_path, state_dir. Fails, saying so, when the host keeps no known-good service."""
+    try:
+        return deploy_plan.rollback_plan(_plain(facts), **_plain(check))
+    except deploy_plan.InputError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def sglang_rollback_result(rollback, host, unit, restored=True):
+    """playbooks/rollback.yml's last word: {ok, msg}. `rollback` as for sglang_deploy_diagnosis."""
+    rollback = _plain(rollback) or {}
+    if not restored:
+        return {"ok": True, "msg": "%s: the known-good service already serves, healthy: left alone" % host}
+    gate, leftovers = rollback.get("gate") or {}, rollback.get("leftovers") or {}
+    return {"ok": gate.get("state") == "healthy",
+            "msg": "%s: %s" % (host, _rollback(gate, rollback.get("known_good"), unit, leftovers))}
 
 
 def _health_word(facts):
@@ -326,6 +357,8 @@ class FilterModule(object):
             "sglang_diagnosis": sglang_diagnosis,
             "sglang_config_id": sglang_config_id,
             "sglang_deploy_plan": sglang_deploy_plan,
+            "sglang_rollback_plan": sglang_rollback_plan,
+            "sglang_rollback_result": sglang_rollback_result,
             "sglang_deploy_outcome": sglang_deploy_outcome,
             "sglang_perf_baseline": sglang_perf_baseline,
             "sglang_task_result": sglang_task_result,

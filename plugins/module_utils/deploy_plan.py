@@ -17,6 +17,7 @@ __metaclass__ = type
 import hashlib
 import json
 
+from ansible_collections.inferops.sglang.plugins.module_utils import adoption
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     FAILING_VERDICTS, judge, recorded_baseline,
@@ -76,10 +77,10 @@ def restart_pending(paths, facts):
     return any(paths[name] in written for name in CONFIG)
 
 
-def not_retried(facts, changes, retry):
+def not_retried(facts, restarts, retry):
     """The record of an earlier rollback of exactly this configuration, when this deploy
     would restart into it again; None when the deploy goes on."""
-    if retry or not changes:
+    if retry or not restarts:
         return None
     return facts.get("rolled_back")
 
@@ -93,6 +94,19 @@ def snapshot_record(facts, paths):
         "has_secrets": facts["checksums"].get(paths["secrets"]) is not None,
     })
     return record
+
+
+def snapshot_files(adopt, paths, checksums):
+    """The files the known-good snapshot keeps: the adopted unit's, else our unit, env and secrets."""
+    if adopt:
+        return [f["path"] for f in adopt["files"]]
+    return [paths[name] for name in CONFIG if checksums.get(paths[name]) is not None]
+
+
+def re_base(health_url):
+    """The server's base URL from its health URL (what the bench measures)."""
+    url = health_url or ""
+    return url[:-len("/health")] if url.endswith("/health") else url
 
 
 def stop_message(variant, record):
@@ -141,15 +155,19 @@ def port_problem(wants, facts):
     (the new server could not bind it, and a health gate would hear the other one): said as
     the fix, or None."""
     unit = wants.get("unit", "sglang.service")
+    ours = [name for name in (unit, wants.get("adopt")) if name]
     # A holder whose process the read could not see is not known to be another's.
-    others = [h for h in facts.get("port_holders") or () if h.get("pid") and h.get("unit") != unit]
+    others = [h for h in facts.get("port_holders") or () if h.get("pid") and h.get("unit") not in ours]
     if not others:
         return None
     named = "; ".join(describe(h) for h in others)
     stops = sorted(set(stop_command(h) for h in others))
-    return ("%s: port %s is held by %s, not %s: the new server could not bind it. Stop it (%s), or choose another "
+    units = sorted(set(h["unit"] for h in others if h.get("unit")))
+    adopt = (", adopt it as the known-good service (sglang_service_adopt: %s, README \"Bringing a hand-made host "
+             "under the collection\")" % units[0]) if len(units) == 1 else ""
+    return ("%s: port %s is held by %s, not %s: the new server could not bind it. Stop it (%s)%s, or choose another "
             "port (sglang_service_port). Nothing was changed."
-            % (wants.get("host", "?"), wants.get("port", "?"), named, unit, "; ".join(stops)))
+            % (wants.get("host", "?"), wants.get("port", "?"), named, unit, "; ".join(stops), adopt))
 
 
 def plan(wants, facts):
@@ -158,9 +176,10 @@ def plan(wants, facts):
     release_marker, release_built, checker ({path, sha1}),
     retry_rolled_back, perf_gate ({enabled, baseline, workload, ...}); `facts`: sglang_facts'
     ansible_facts.sglang. A converged host's plan carries its outcome as `ended`."""
-    problem = input_problem(wants) or port_problem(wants, facts)
+    problem = input_problem(wants) or adoption.problem(wants, facts) or port_problem(wants, facts)
     if problem:
         raise InputError(problem)
+    adopt = adoption.adopting(wants, facts)
     desired, paths, checksums = wants["desired"], wants["paths"], facts["checksums"]
     stale = stale_files(desired, paths, checksums)
     differs = any(stale.values())
@@ -169,12 +188,16 @@ def plan(wants, facts):
     release_present = bool(wants.get("release_built")) or checksums.get(wants["release_marker"]) is not None
     locked_by = facts.get("locked_by")
     converged = healthy and not differs and release_present and locked_by is None and not pending
-    earlier = not_retried(facts, differs, wants.get("retry_rolled_back"))
+    # (Not only a write restarts into it: an adopted host keeps the failed unit's files, stopped.)
+    earlier = not_retried(facts, differs or pending or not healthy, wants.get("retry_rolled_back"))
     # A stopped run touches nothing: no write, no snapshot, no restart, no gate (the outcome says why).
     go = earlier is None
     write = [name for name in CONFIG if stale[name]] if go else []
     changes = bool(write)
-    snapshot = changes and healthy and not pending
+    # What serves now, and becomes the known-good: the hand-made unit being adopted (whenever
+    # the deploy goes on, as it is stopped), else ours when its files change.
+    serving = adopt["healthy"] if adopt else healthy
+    snapshot = go and serving if adopt else changes and healthy and not pending
     checker = wants.get("checker") or {}
     perf_gate = wants.get("perf_gate") or {}
     recorded = recorded_baseline(facts.get("deployed"), perf_gate.get("workload"))
@@ -198,13 +221,15 @@ def plan(wants, facts):
         "validate": go,
         "health_gate": go,
         "snapshot": snapshot,
-        "snapshot_files": [paths[name] for name in CONFIG if checksums.get(paths[name]) is not None]
-        if snapshot else [],
-        "snapshot_record": snapshot_record(facts, paths) if snapshot else None,
-        "measure_baseline": bool(perf_gate.get("enabled")) and healthy and changes
+        "snapshot_files": snapshot_files(adopt, paths, checksums) if snapshot else [],
+        "snapshot_record": (adoption.record(adopt) if adopt else snapshot_record(facts, paths)) if snapshot else None,
+        "adopt": {"unit": adopt["unit"]} if adopt and go else None,
+        "adopted_from": adopt["unit"] if adopt else (facts.get("deployed") or {}).get("adopted_from"),
+        "measure_baseline": bool(perf_gate.get("enabled")) and serving and changes
         and (perf_gate.get("baseline") == "measure" or recorded is None),
+        "baseline_url": re_base(adopt["url"] if adopt else facts.get("url")),
         "recorded_baseline": recorded,
-        "running_variant": (facts.get("deployed") or {}).get("variant") or "known-good",
+        "running_variant": (adopt or facts.get("deployed") or {}).get("variant") or "known-good",
         "restart": restart,
         "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service")),
         "daemon_reload": "unit" in write,
@@ -213,6 +238,25 @@ def plan(wants, facts):
     decided["ended"] = outcome(decided, {"variant": wants.get("variant", "?"),
                                          "unit": wants.get("unit", "sglang.service")}) if converged else None
     return decided
+
+
+def rollback_plan(facts, host, unit, unit_path, state_dir):
+    """What playbooks/rollback.yml does, from sglang_facts' read: restore (True) unless the
+    known-good service already serves - healthy, from its own unit, on the known-good's
+    bytes. InputError when the host keeps no known-good service."""
+    if not facts.get("known_good"):
+        raise InputError("%s: NO KNOWN-GOOD SERVICE on this host (%s/known-good/ is empty): nothing to roll back "
+                         "to. Deploy a working variant, e.g. playbooks/deploy_nextn.yml." % (host, state_dir))
+    record, kept = facts.get("known_good_record") or {}, facts.get("known_good_files") or {}
+    if record.get("adopted"):
+        seen = facts.get("adopted") or {}
+        ours_running = (facts.get("unit") or {}).get("active_state") == "active"
+        intact = all(kept.get(f.get("name")) == f.get("sha1") for f in seen.get("files") or ()) \
+            and len(seen.get("files") or ()) == len(record["adopted"]["files"])
+        serving = bool(seen.get("healthy")) and intact and not ours_running
+    else:
+        serving = bool(facts.get("healthy")) and (facts.get("checksums") or {}).get(unit_path) == kept.get(unit)
+    return {"restore": not serving}
 
 
 def would_change(write, write_paths, restart, unit):
@@ -313,6 +357,9 @@ def host_record(the_plan, ended, run):
                 "rolled_back": {"time": run.get("now"), "variant": run.get("variant"),
                                 "cause": ended["cause"] or "?", "release": run.get("release")}}
     if ended["record_deployed"]:
-        return {"deployed": {"variant": run.get("variant"), "release": run.get("release"),
-                             "server_args": run.get("server_args"), "perf": ended["deployed_perf"]}}
+        deployed = {"variant": run.get("variant"), "release": run.get("release"),
+                    "server_args": run.get("server_args"), "perf": ended["deployed_perf"]}
+        if the_plan.get("adopted_from"):
+            deployed["adopted_from"] = the_plan["adopted_from"]
+        return {"deployed": deployed}
     return None

@@ -46,6 +46,18 @@ def process_unit(pid):
         return None
 
 
+def unit_processes(unit):
+    """The processes running in `unit` now: [{pid, name}], by their cgroup (what systemd
+    still has to stop; a stopped unit should have none)."""
+    found = []
+    for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+        if process_unit(pid) == unit:
+            name = _read("/proc/%d/comm" % pid).strip()
+            if name:   # gone while read
+                found.append({"pid": pid, "name": name})
+    return found
+
+
 def _address(hex_address, family):
     """/proc/net/tcp's `0100007F:7530` (host byte order words) as ('127.0.0.1', 30000)."""
     host, port = hex_address.split(":")

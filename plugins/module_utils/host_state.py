@@ -139,10 +139,23 @@ def put_file(path, data, mode=0o644, uid=0, gid=0, check=False):
     return True
 
 
+def stored_names(files):
+    """The name each file is kept under in the snapshot: its base name, numbered when two
+    files share one (an adopted unit's drop-in and environment file may)."""
+    names, taken = [], set([META])
+    for number, path in enumerate(files):
+        name = os.path.basename(path)
+        if name in taken:
+            name = "%d-%s" % (number, name)
+        taken.add(name)
+        names.append(name)
+    return names
+
+
 def snapshot_known_good(state_dir, files, record, gid, check=False):
-    """Make `files` (the running unit, env, secrets) and `record` the known-good snapshot,
-    all at once. True when the snapshot changed."""
-    wanted = dict((os.path.basename(f), _read_bytes(f)) for f in files)
+    """Make `files` (the running unit, env, secrets; or an adopted unit's files) and `record`
+    the known-good snapshot, all at once. True when the snapshot changed."""
+    wanted = dict((name, _read_bytes(f)) for name, f in zip(stored_names(files), files))
     wanted[META] = dump_json(record).encode("utf-8")
     folder = known_good_dir(state_dir)
     if folder is not None and _folder_holds(folder, wanted):

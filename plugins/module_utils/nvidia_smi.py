@@ -157,3 +157,21 @@ def gpu_facts(devices, cuda=None):
         "driver_version": drivers.pop() if len(drivers) == 1 else None,
         "cuda_version": cuda,
     }
+
+
+def read_gpus(run, binary, timeout, units):
+    """`ansible_facts.gpu` from the host: the devices, the CUDA version of the table and the
+    processes holding memory, each with its unit. `run(argv)` runs a command and returns
+    (rc, stdout, stderr); `units(pid)` names a process's unit. Raises NvidiaSmiError."""
+    limit = ["timeout", str(timeout)]
+    rc, out, err = run(limit + query_command(binary))
+    if rc == 124:
+        raise NvidiaSmiError("nvidia-smi did not answer within %d s (a wedged driver?)" % timeout)
+    check_failure(rc, out, err)
+    devices = parse_csv(out)
+    table_rc, table, _table_err = run(limit + [binary])
+    facts = gpu_facts(devices, cuda=cuda_version(table) if table_rc == 0 else None)
+    rc, out, err = run(limit + apps_command(binary))
+    check_failure(rc, out, err)
+    processes = parse_compute_apps(out)
+    return attach_processes(facts, processes, dict((p["pid"], units(p["pid"])) for p in processes))

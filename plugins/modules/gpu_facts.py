@@ -140,22 +140,11 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import process_unit
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import model_configs
-from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import (
-    NvidiaSmiError, apps_command, attach_processes, check_failure, cuda_version, gpu_facts, parse_compute_apps,
-    parse_csv, query_command,
-)
+from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import NvidiaSmiError, read_gpus
 
 
 def run_nvidia_smi(module, args):
     return module.run_command(args, environ_update={"LC_ALL": "C"})
-
-
-def gpu_processes(module, binary):
-    """The processes holding GPU memory, with their units."""
-    rc, out, err = run_nvidia_smi(module, ["timeout", str(module.params["timeout"])] + apps_command(binary))
-    check_failure(rc, out, err)
-    processes = parse_compute_apps(out)
-    return processes, dict((p["pid"], process_unit(p["pid"])) for p in processes)
 
 
 def main():
@@ -174,16 +163,7 @@ def main():
                              "NVIDIA driver utilities or set nvidia_smi" % module.params["nvidia_smi"],
                          elapsed=round(time.monotonic() - started, 3))
     try:
-        cmd = ["timeout", str(module.params["timeout"])] + query_command(binary)
-        rc, out, err = run_nvidia_smi(module, cmd)
-        if rc == 124:
-            raise NvidiaSmiError("nvidia-smi did not answer within %d s (a wedged driver?)"
-                                 % module.params["timeout"])
-        check_failure(rc, out, err)
-        devices = parse_csv(out)
-        table_rc, table, table_err = run_nvidia_smi(module, ["timeout", str(module.params["timeout"]), binary])
-        facts = gpu_facts(devices, cuda=cuda_version(table) if table_rc == 0 else None)
-        attach_processes(facts, *gpu_processes(module, binary))
+        facts = read_gpus(lambda argv: run_nvidia_smi(module, argv), binary, module.params["timeout"], process_unit)
     except NvidiaSmiError as exc:
         module.fail_json(msg=str(exc), elapsed=round(time.monotonic() - started, 3))
     found = {"gpu": facts}

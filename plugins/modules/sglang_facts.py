@@ -96,6 +96,18 @@ options:
         type: list
         elements: dict
         default: []
+  adopt:
+    description:
+      - A hand-made unit to adopt (C(sglang_service_adopt)). Its state, command line, files
+        (fragment, drop-ins, environment files, each with mode, owner and SHA-1) and health are
+        returned as C(adopted).
+      - Without it, the unit an adopted known-good service names is read (what a rollback restores).
+    type: str
+  launchers:
+    description: The modules that launch an SGLang server; a unit to adopt must run one of them.
+    type: list
+    elements: str
+    default: [sglang.launch_server]
 attributes:
   check_mode:
     support: full
@@ -199,6 +211,15 @@ ansible_facts:
           type: list
           elements: dict
           sample: [{pid: 4242, name: python3, unit: sglang-qwen.service, address: 127.0.0.1}]
+        adopted:
+          description:
+            - The hand-made unit of O(adopt) (or of an adopted known-good service), null when
+              there is none - C(unit), C(load_state), C(active_state), C(sub_state),
+              C(unit_file_state), C(argv), C(launcher) (null when it runs no SGLang server),
+              C(variant), C(address), C(url), C(healthy) (a 200 from its own processes),
+              C(health_said), C(files) and C(missing_files).
+          type: dict
+          sample: {unit: sglang-qwen.service, active_state: active, healthy: true, launcher: sglang.launch_server}
         read_at:
           description: The host's clock (epoch seconds) when it was read.
           type: float
@@ -223,13 +244,15 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
+from ansible_collections.inferops.sglang.plugins.module_utils import adoption
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
-from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import listeners
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, listeners
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
     DEPLOYED, known_good, layout_drift, model_configs, modified_since, observe_layout, read_json, rolled_back_path, sha1_of,
+    stored_names,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
-    parse_show, show_command, unit_status,
+    exec_start_argv, parse_show, show_command, unit_status,
 )
 
 
@@ -249,6 +272,55 @@ def started_at(unit):
     if not unit["main_pid"] or not unit["started_monotonic_us"]:
         return None
     return time.time() - (time.monotonic() - unit["started_monotonic_us"] / 1e6)
+
+
+def file_facts(path, kind):
+    """A unit's file as a snapshot keeps it (None when it is missing)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return {"path": path, "kind": kind, "mode": "%04o" % (st.st_mode & 0o7777), "uid": st.st_uid, "gid": st.st_gid,
+            "sha1": sha1_of(path)}
+
+
+def read_unit_to_adopt(module, systemctl, name):
+    """What the hand-made unit `name` is and does: systemd's view, its files, its server's
+    address and whether that server, and not another process, answers 200."""
+    rc, out, err = module.run_command([systemctl, "show", name, "--property=" + ",".join(adoption.PROPERTIES)])
+    if rc != 0:
+        module.fail_json(msg="%s: systemctl show failed (rc %d): %s" % (name, rc, err.strip()), elapsed=0.0)
+    props = adoption.parse_show_all(out)
+    one = dict((key, values[-1]) for key, values in props.items())
+    argv = exec_start_argv(one.get("ExecStart", ""))
+    files, missing = [], []
+    for path, kind, optional in adoption.unit_files(props):
+        found = file_facts(path, kind)
+        if found:
+            files.append(found)
+        elif not optional:
+            missing.append(path)
+    for entry, stored in zip(files, stored_names([f["path"] for f in files])):
+        entry["name"] = stored
+    address = adoption.server_address(argv)
+    active = one.get("ActiveState") == "active"
+    url = "http://%s:%s/health" % address if address[1] else None
+    status, error = probe(url, {}, module.params["validate_certs"], module.params["probe_timeout"]) \
+        if active and url else (None, None)
+    main_pid = int(one.get("MainPID") or 0)
+    holders = listeners(address[1], [main_pid]) if active and address[1] else []
+    own = any(h.get("unit") == name for h in holders)
+    said = status or error
+    if status == 200 and not own:
+        said = "200, but from another process: " + ", ".join(describe(h) for h in holders if h.get("unit") != name)
+    return {
+        "unit": name, "load_state": one.get("LoadState"), "active_state": one.get("ActiveState"),
+        "sub_state": one.get("SubState"), "unit_file_state": one.get("UnitFileState"), "main_pid": main_pid,
+        "invocation_id": one.get("InvocationID"), "argv": argv,
+        "launcher": adoption.launcher(argv, module.params["launchers"]), "variant": adoption.variant(argv),
+        "address": list(address), "url": url, "healthy": status == 200 and own, "health_said": said,
+        "files": files, "missing_files": missing,
+    }
 
 
 def lock_holder(path):
@@ -273,6 +345,8 @@ def main():
             layout=dict(type="dict", options=dict(
                 user=dict(type="str"), group=dict(type="str"), home=dict(type="str"), shell=dict(type="str"),
                 dirs=dict(type="list", elements="dict", default=[]))),
+            adopt=dict(type="str"),
+            launchers=dict(type="list", elements="str", default=list(adoption.LAUNCHERS)),
         ),
         supports_check_mode=True,
     )
@@ -291,6 +365,7 @@ def main():
     status, error = probe(url, {}, params["validate_certs"], params["probe_timeout"]) if asked else (None, None)
     record, snapshot_files = known_good(params["state_dir"])
     main_started = started_at(unit)
+    to_adopt = params["adopt"] or ((record or {}).get("adopted") or {}).get("unit")
     facts = {
         "unit": unit, "http_status": status, "http_error": error, "url": url,
         "healthy": asked and status == 200,
@@ -298,7 +373,7 @@ def main():
         "deployed": deployed,
         "rolled_back": read_json(rolled_back_path(params["state_dir"], params["config_id"]))
         if params["config_id"] else None,
-        "known_good": record is not None and params["unit"] in snapshot_files,
+        "known_good": record is not None and (params["unit"] in snapshot_files or bool(record.get("adopted"))),
         "known_good_record": record,
         "known_good_files": snapshot_files,
         "models": model_configs(params["models"]),
@@ -307,6 +382,7 @@ def main():
         "restart_pending": modified_since(params["files"], main_started),
         "locked_by": lock_holder(params["lock"]),
         "port_holders": listeners(urlsplit(params["url"]).port or 80, [unit["main_pid"]]) if params["probe"] else [],
+        "adopted": read_unit_to_adopt(module, systemctl, to_adopt) if to_adopt else None,
         "read_at": read_at,
     }
     module.exit_json(changed=False, ansible_facts={"sglang": facts}, elapsed=round(time.monotonic() - started, 3))

@@ -21,6 +21,9 @@ description:
   - O(known_good=restore) puts the known-good unit, env and secrets back where the service reads
     them (each file replaced atomically) and its record back as C(deployed.json), and returns the
     record. With no known-good service it changes nothing and returns RV(present=false).
+  - An adopted known-good service (a hand-made unit a deploy took over) comes back as it was -
+    its unit file, drop-ins and environment files where they were, with their modes and owners;
+    RV(unit) then names it, so the caller starts it under its own name.
   - O(config) writes the service's unit, env and secrets files (those given). With
     O(known_good=snapshot) in the same call the snapshot is taken first, so the unit of a
     healthy service is never replaced before it is kept.
@@ -137,6 +140,26 @@ changed_files:
   type: list
   elements: str
   sample: [/etc/systemd/system/sglang.service]
+unit:
+  description: For O(known_good=restore), the unit the known-good service runs as (an adopted one's own name).
+  returned: with O(known_good=restore)
+  type: str
+  sample: sglang-qwen.service
+adopted:
+  description: For O(known_good=restore), whether the known-good service is an adopted hand-made unit.
+  returned: with O(known_good=restore)
+  type: bool
+  sample: false
+daemon_reload:
+  description: For O(known_good=restore), whether a unit file or drop-in changed (systemd must reload).
+  returned: with O(known_good=restore)
+  type: bool
+  sample: true
+name:
+  description: For O(known_good=restore), the known-good service as a diagnosis names it (null when there is none).
+  returned: with O(known_good=restore)
+  type: str
+  sample: NEXTN (sglang-qwen.service, adopted)
 elapsed:
   description: Seconds the module ran.
   returned: always
@@ -150,6 +173,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
     DEPLOYED, KNOWN_GOOD, META, dump_json, known_good_dir, put_file, read_json, restore_known_good,
     rolled_back_path, snapshot_known_good,
@@ -190,7 +214,7 @@ def service_files(params, gid):
 
 
 def file_diff(name, path, before, after):
-    if name == "secrets":
+    if name in ("secrets", "environment_file"):
         return dict(before_header=path, after_header=path, before="(secret)\n", after="(secret, changed)\n")
     return dict(before_header=path, after_header=path, before=before, after=after)
 
@@ -225,19 +249,37 @@ def switch(module, params):
     return result
 
 
+def restore_entries(params, gid, record):
+    """(kind, stored name, path, mode, uid, gid) of each file the known-good puts back: an
+    adopted unit's own files where they were, with their modes and owners; else our unit,
+    env and (with a known-good that had one) secrets."""
+    adopted = (record or {}).get("adopted")
+    if adopted:
+        return [(f["kind"], f["name"], f["path"], int(str(f["mode"]), 8), int(f["uid"]), int(f["gid"]))
+                for f in adopted["files"]]
+    return [(name, os.path.basename(path), path, mode, uid, file_gid)
+            for name, path, mode, uid, file_gid in service_files(params, gid)
+            if name != "secrets" or (record or {}).get("has_secrets")]
+
+
 def restore(module, params):
     gid = group_id(module, params["group"])
     folder = known_good_dir(params["state_dir"])
     record = read_json(os.path.join(folder, META)) if folder else None
-    # The secrets file comes back only with a known-good service that had one.
-    files = [f for f in service_files(params, gid) if f[0] != "secrets" or (record or {}).get("has_secrets")]
-    texts = dict((path, (read_text(path), read_text(os.path.join(folder, os.path.basename(path))) if folder else ""))
-                 for _name, path, _m, _u, _g in files)
-    targets = [(os.path.basename(path), path, mode, uid, file_gid) for _name, path, mode, uid, file_gid in files]
+    entries = restore_entries(params, gid, record)
+    texts = dict((path, (read_text(path), read_text(os.path.join(folder, name)) if folder else ""))
+                 for _kind, name, path, _m, _u, _g in entries)
+    targets = [(name, path, mode, uid, file_gid) for _kind, name, path, mode, uid, file_gid in entries]
     record, changed = restore_known_good(params["state_dir"], targets, module.check_mode)
-    result = dict(changed=bool(changed), changed_files=changed, present=record is not None, record=record)
+    adopted = (record or {}).get("adopted") or {}
+    result = dict(changed=bool(changed), changed_files=changed, present=record is not None, record=record,
+                  unit=adopted.get("unit") or params["unit"], adopted=bool(adopted),
+                  daemon_reload=any(path in changed for kind, _n, path, _m, _u, _g in entries
+                                    if kind in ("unit", "dropin")),
+                  name=display_name(record) if record else None)
     if module._diff and changed:
-        result["diff"] = [file_diff(name, path, *texts[path]) for name, path, _m, _u, _g in files if path in changed]
+        result["diff"] = [file_diff(kind, path, *texts[path]) for kind, _n, path, _m, _u, _g in entries
+                          if path in changed]
     return result
 
 

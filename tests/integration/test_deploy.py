@@ -177,13 +177,13 @@ def test_rollback_playbook_is_a_no_op_on_a_healthy_known_good_and_restores_other
     ct129.wait_for(lambda: not healthy(ct129), 20, what="the bad unit to be unhealthy")
     proc = run_playbook("playbooks/rollback.yml", limit="ct129")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "rolled back to the known-good service: healthy in" in proc.stdout and healthy(ct129)
+    assert "ct129: rolled back to NEXTN: healthy in" in proc.stdout and healthy(ct129)
     assert ct129.run(["cat", UNIT]).stdout == ct129.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout
 
     before = invocation(ct129)
     again = run_playbook("playbooks/rollback.yml", limit="ct129")
     assert again.returncode == 0 and recap(again, ct129)["changed"] == "0"
-    assert "already healthy, left alone" in again.stdout and invocation(ct129) == before
+    assert "already serves, healthy: left alone" in again.stdout and invocation(ct129) == before
 
 
 def test_rollback_without_known_good_says_so(fresh, ct129):

@@ -3,7 +3,8 @@ ends serving a healthy server, that what ran before (unit, env, release) is byte
 afterwards and is the known-good, that the recorded cause is the right one, and that the
 play's outcome is right (a rolled-back deploy fails the play).
 
-Rows not here live beside the feature they test: a patch that does not apply
+The rows on a host that runs a hand-made unit are test_adoption.py (their own worker). Rows
+not here live beside the feature they test: a patch that does not apply
 (test_deploy.py::test_patch_that_does_not_apply_changes_nothing), no known-good present
 (test_deploy.py::test_failed_deploy_without_known_good_says_so_and_leaves_the_unit_stopped)
 and the bad-input rows (test_deploy.py::test_bad_input_fails_before_anything_changes).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -21,6 +23,7 @@ import pytest
 
 from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, run_module, run_playbook
 from tests.integration.deploying import UNIT, deploy, healthy, invocation, report, reset_service
+from tests.integration.labhost import labctl
 
 # The rows share one NEXTN deploy per host (the module's fixture): under pytest-xdist they
 # run on one worker, in order.
@@ -104,6 +107,43 @@ def test_memory_failures_on_a6000(nextn, variant, overrides, cause, fraction):
     assert rep["health"]["state"] == "failed" and rep["health"]["evidence"], rep["health"]
     # The hint names the values to change, as they were.
     assert "(now %s)" % fraction in rep["health"]["hint"]
+    assert_back_to(host, before)
+
+
+def test_gpu_memory_left_behind_is_waited_for_before_the_known_good_starts(nextn):
+    """The failed server's GPU memory stays used for 4 s after it is gone (a driver still
+    tearing down): the rollback waits for it, then starts NEXTN into free GPUs."""
+    host = nextn["ct129"]
+    before = fingerprint(host)
+    faults(host, gpu_release_lag_s=4, only_algorithm="DDTREE")
+    proc = deploy("deploy", host, sglang_variant="ddtree", gpu_preflight_check_fit=False, **RETRY)
+    rep = rolled_back(proc, host, "kv_pool_oom")
+    waited = re.search(r"healthy in [0-9.]+ s \(after ([0-9.]+) s for what sglang.service left behind\)", rep["diagnosis"])
+    assert waited and 3.0 <= float(waited.group(1)) < 30, rep["diagnosis"]
+    assert_back_to(host, before)
+
+
+def test_gpu_memory_that_never_comes_back_keeps_the_known_good_from_starting_into_full_gpus(nextn):
+    """The memory never comes back (a wedged driver): after the wait (3 s here) the known-good
+    files are back but NEXTN is not started, and the diagnosis says what is left and what to
+    do; once the GPUs are reset, rollback.yml brings NEXTN back."""
+    host = nextn["ct129"]
+    before = fingerprint(host)
+    faults(host, gpu_release_lag_s=3600, only_algorithm="DDTREE")
+    try:
+        proc = deploy("deploy", host, sglang_variant="ddtree", gpu_preflight_check_fit=False,
+                      sglang_service_leftovers_timeout=3, **RETRY)
+        rep = report(host)
+        assert proc.returncode != 0 and rep["outcome"] == "rolled_back" and rep["cause"] == "kv_pool_oom", rep["diagnosis"]
+        said = " ".join(rep["diagnosis"].split())
+        assert "rolled back to NEXTN: restored but NOT STARTED - " in said and "MiB used by no process" in said, said
+        assert "reset the GPUs (nvidia-smi --gpu-reset) or reboot, then run playbooks/rollback.yml" in said
+        assert host.show("sglang.service", "ActiveState")["ActiveState"] == "inactive" and not healthy(host)
+        assert host.run(["cat", UNIT]).stdout == before["unit"], "the known-good files are back, ready to start"
+    finally:
+        labctl("release", host.name)   # the operator resets the GPUs
+    again = run_playbook("playbooks/rollback.yml", limit=host.name)
+    assert again.returncode == 0 and "rolled back to NEXTN: healthy in" in again.stdout, again.stdout[-3000:]
     assert_back_to(host, before)
 
 
@@ -283,7 +323,7 @@ def test_controller_killed_right_after_the_restart(bench_clock):
 
     again = run_playbook("playbooks/rollback.yml", limit=host.name)
     assert again.returncode == 0, again.stdout[-3000:]
-    assert "rolled back to the known-good service: healthy in" in again.stdout
+    assert "rolled back to NEXTN: healthy in" in again.stdout
     assert host.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1, "stale lock cleared"
     assert_back_to(host, before)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.filter.sglang import sglang_diagnosis
+from ansible_collections.inferops.sglang.plugins.filter.sglang import sglang_diagnosis, sglang_rollback_result
 
 OOM = {"state": "failed", "elapsed": 7.04, "cause": "kv_pool_oom", "phase": "memory pool", "reason": "exit-code 1",
        "evidence": [{"match": "  RuntimeError: Not enough memory. Current value: mem_fraction_static=0.88 "}],
@@ -83,3 +83,32 @@ CASES = [
                          [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_diagnosis(outcome, gate, perf, rollback, known_good, expected):
     assert sglang_diagnosis("ct129", "ddtree", outcome, "boom", gate, perf, rollback, known_good) == expected
+
+
+LEFT = {"released": False, "waited": True, "elapsed": 60.1,
+        "msg": "60 s after sglang.service stopped, GPU 0 has 44036 MiB used by no process. The known-good service "
+               "was not started into GPUs that are not free: reset the GPUs (nvidia-smi --gpu-reset) or reboot, then "
+               "run playbooks/rollback.yml"}
+
+
+@pytest.mark.parametrize("rollback, known_good, leftovers, last", [
+    (BACK, "NEXTN (sglang-qwen.service, adopted)", {"released": True, "waited": False, "elapsed": 0.2},
+     "rolled back to NEXTN (sglang-qwen.service, adopted): healthy in 5.7 s"),
+    (BACK, "NEXTN", {"released": True, "waited": True, "elapsed": 4.26},
+     "rolled back to NEXTN: healthy in 5.7 s (after 4.3 s for what sglang.service left behind)"),
+    ({}, "NEXTN", LEFT, "rolled back to NEXTN: restored but NOT STARTED - " + LEFT["msg"]),
+], ids=["an adopted known-good", "waited for leftovers", "the GPUs did not come free"])
+def test_the_rollback_line_says_what_was_restored_and_what_it_waited_for(rollback, known_good, leftovers, last):
+    said = sglang_diagnosis("ct129", "ddtree", "rolled_back", "", OOM, None, rollback, known_good, "sglang.service",
+                            leftovers)
+    assert said.splitlines()[-1] == "  " + last
+
+
+@pytest.mark.parametrize("rollback, restored, ok, msg", [
+    ({"gate": BACK, "known_good": "NEXTN", "leftovers": {}}, True, True, "ct129: rolled back to NEXTN: healthy in 5.7 s"),
+    ({"gate": {}, "known_good": "NEXTN", "leftovers": LEFT}, True, False,
+     "ct129: rolled back to NEXTN: restored but NOT STARTED - " + LEFT["msg"]),
+    ({}, False, True, "ct129: the known-good service already serves, healthy: left alone"),
+], ids=["healthy", "not started", "left alone"])
+def test_rollback_result(rollback, restored, ok, msg):
+    assert sglang_rollback_result(rollback, "ct129", "sglang.service", restored) == {"ok": ok, "msg": msg}

@@ -71,6 +71,14 @@ def test_preflight(cards, overrides, models, draft, expected):
         assert words in problem
 
 
+def test_a_hand_made_unit_being_adopted_is_no_obstacle_but_another_one_is():
+    cards = gpus(8, processes=[tenant(99, 3, 41000, "sglang-qwen.service"), tenant(12, 5, 900, "other.service")])
+    verdict = preflight(cards, "ct200", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM,
+                               adopt="sglang-qwen.service")
+    assert len(verdict["problems"]) == 1 and "PID 12 (/usr/bin/python3, unit other.service)" in verdict["problems"][0]
+    assert "adopt it (sglang_service_adopt: other.service)" in verdict["problems"][0]
+
+
 def test_the_fit_is_not_estimated_when_asked_not_to_or_without_the_models():
     assert preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM,
                      check_fit=False)["fit"] is None

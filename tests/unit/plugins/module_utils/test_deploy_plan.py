@@ -81,6 +81,12 @@ PLANS = [
                           "to try it again."},
       "validate": False, "measure_baseline": False, "write": [], "changes": False, "snapshot": False,
       "restart": False, "health_gate": False, "daemon_reload": False}),
+    ("... also when the files are that configuration's already, stopped (an adopted host after its rollback)", {},
+     {"healthy": False, "rolled_back": {"time": "T", "cause": "kv_pool_oom"}},
+     {"stop": {"cause": "kv_pool_oom", "record": {"time": "T", "cause": "kv_pool_oom"},
+               "message": "this exact DDTREE configuration was rolled back on T (cause kv_pool_oom); the running "
+                          "service was left alone. Change the configuration, or set sglang_retry_rolled_back=true "
+                          "to try it again."}, "restart": False}),
     ("... unless retrying is asked for", {"retry_rolled_back": True},
      {"checksums": OLD_UNIT, "rolled_back": {"time": "T", "cause": "kv_pool_oom"}},
      {"stop": None, "validate": True}),
@@ -121,8 +127,9 @@ def test_bad_inputs_are_refused_by_name(want, message):
     ([], None),
     ([{"pid": 42, "name": "python3", "unit": "sglang-qwen.service", "address": "0.0.0.0"}],
      "ct200: port 30000 is held by PID 42 (python3, unit sglang-qwen.service), not sglang.service: the new server "
-     "could not bind it. Stop it (systemctl stop sglang-qwen.service), or choose another port (sglang_service_port). "
-     "Nothing was changed."),
+     "could not bind it. Stop it (systemctl stop sglang-qwen.service), adopt it as the known-good service "
+     "(sglang_service_adopt: sglang-qwen.service, README \"Bringing a hand-made host under the collection\"), or "
+     "choose another port (sglang_service_port). Nothing was changed."),
     ([{"pid": 9, "name": "nc", "unit": None, "address": "127.0.0.1"},
       {"pid": 7, "name": "python3", "unit": "sglang.service", "address": "::1"}],
      "ct200: port 30000 is held by PID 9 (nc, no unit), not sglang.service: the new server could not bind it. Stop "
@@ -300,3 +307,95 @@ def test_host_record(the_plan, over, expected):
 def test_task_result_drops_ansibles_bookkeeping():
     assert dp.task_result({"state": "healthy", "invocation": {}, "changed": False, "ansible_facts": {}}) == {
         "state": "healthy"}
+
+
+# --- adoption: a hand-made unit becomes the first known-good ------------------------------
+HANDMADE = {
+    "unit": "sglang-qwen.service", "load_state": "loaded", "active_state": "active", "sub_state": "running",
+    "unit_file_state": "enabled", "invocation_id": "hm1", "argv": ["/opt/venv/bin/python", "-m", "sglang.launch_server"],
+    "launcher": "sglang.launch_server", "variant": "nextn", "address": ["127.0.0.1", 30000],
+    "url": "http://127.0.0.1:30000/health", "healthy": True, "health_said": 200, "missing_files": [],
+    "files": [{"path": "/etc/systemd/system/sglang-qwen.service", "name": "sglang-qwen.service", "kind": "unit",
+               "mode": "0644", "uid": 0, "gid": 0, "sha1": "u"},
+              {"path": "/etc/default/qwen", "name": "qwen", "kind": "environment_file", "mode": "0600", "uid": 0,
+               "gid": 0, "sha1": "e"}],
+}
+FIRST = {"healthy": False, "checksums": {UNIT: None, ENV: None, SECRETS: None, MARKER: "m", CHECKER: "c"},
+         "deployed": None, "unit": {"active_state": "inactive"}, "url": "http://127.0.0.1:30000/health",
+         "port_holders": [{"pid": 42, "name": "python3", "unit": "sglang-qwen.service", "address": "127.0.0.1"}]}
+ADOPT = {"adopt": "sglang-qwen.service"}
+
+
+def test_adopting_keeps_the_hand_made_unit_as_the_known_good_and_stops_it():
+    got = dp.plan(wants(**ADOPT), facts(adopted=HANDMADE, **FIRST))
+    assert got["snapshot"] and got["adopt"] == {"unit": "sglang-qwen.service"} and got["restart"]
+    assert got["snapshot_files"] == ["/etc/systemd/system/sglang-qwen.service", "/etc/default/qwen"]
+    record = got["snapshot_record"]
+    assert record["variant"] == "nextn" and record["server_args"] == {"host": "127.0.0.1", "port": 30000}
+    assert record["adopted"] == {"unit": "sglang-qwen.service", "enabled": True, "files": [
+        dict((k, f[k]) for k in ("name", "path", "kind", "mode", "uid", "gid")) for f in HANDMADE["files"]]}
+    assert got["adopted_from"] == "sglang-qwen.service" and got["baseline_url"] == "http://127.0.0.1:30000"
+
+
+def test_a_deploy_that_adopted_records_it_and_a_later_one_carries_it_on():
+    the_plan = dp.plan(wants(**ADOPT), facts(adopted=HANDMADE, **FIRST))
+    ended = dp.outcome(the_plan, run(restarted=True, gate={"state": "healthy"}))
+    assert ended["record"]["deployed"]["adopted_from"] == "sglang-qwen.service"
+    stopped = dict(HANDMADE, active_state="inactive", sub_state="dead", healthy=False)
+    later = dp.plan(wants(**ADOPT), facts(adopted=stopped, checksums=OLD_UNIT,
+                                          deployed=dict(DEPLOYED, adopted_from="sglang-qwen.service")))
+    assert later["adopt"] is None and later["adopted_from"] == "sglang-qwen.service"
+    assert later["snapshot_files"] == [UNIT, ENV, SECRETS], "what runs now (ours) is the known-good from here"
+
+
+@pytest.mark.parametrize("want, read, words", [
+    ({"adopt": "sglang.service"}, {}, "names sglang.service, the unit this deploy manages"),
+    (ADOPT, {"adopted": dict(HANDMADE, load_state="not-found")}, "the host has no such unit (not-found)"),
+    (ADOPT, {"adopted": dict(HANDMADE, active_state="failed", sub_state="failed")},
+     "sglang-qwen.service is failed/failed: only a running, healthy server can be adopted"),
+    (ADOPT, {"adopted": dict(HANDMADE, launcher=None, argv=["/usr/bin/python3", "-m", "http.server"])},
+     "runs no SGLang server: its ExecStart (/usr/bin/python3 -m http.server) runs neither of sglang.launch_server"),
+    (ADOPT, {"adopted": dict(HANDMADE, healthy=False, health_said=503)},
+     "is not healthy (http://127.0.0.1:30000/health answered 503)"),
+    (ADOPT, {"adopted": dict(HANDMADE, missing_files=["/etc/default/qwen"])},
+     "reads /etc/default/qwen, which the host lacks"),
+    (ADOPT, {"adopted": HANDMADE, "unit": {"active_state": "active"}},
+     "both sglang-qwen.service and sglang.service run"),
+], ids=["the managed unit itself", "missing", "not running", "not SGLang", "not healthy", "a file missing",
+        "both running"])
+def test_a_unit_that_cannot_be_adopted_is_refused_before_any_change(want, read, words):
+    base = dict(FIRST, adopted=HANDMADE)
+    base.update(read)
+    with pytest.raises(dp.InputError) as err:
+        dp.plan(wants(**want), facts(**base))
+    assert words in str(err.value) and str(err.value).endswith("Nothing was changed."), str(err.value)
+
+
+ADOPTED_RECORD = {"variant": "nextn", "adopted": {"unit": "sglang-qwen.service", "enabled": True, "files": [
+    {"name": "sglang-qwen.service", "path": "/etc/systemd/system/sglang-qwen.service"},
+    {"name": "qwen", "path": "/etc/default/qwen"}]}}
+KEPT = {"sglang-qwen.service": "u", "qwen": "e"}
+
+
+@pytest.mark.parametrize("read, restore", [
+    ({"known_good_record": {"variant": "nextn"}, "known_good_files": {"sglang.service": SAME[UNIT]}}, False),
+    ({"known_good_record": {"variant": "nextn"}, "known_good_files": {"sglang.service": "old"}}, True),
+    ({"healthy": False, "known_good_record": {"variant": "nextn"}, "known_good_files": {"sglang.service": SAME[UNIT]}},
+     True),
+    ({"known_good_record": ADOPTED_RECORD, "known_good_files": KEPT, "unit": {"active_state": "active"},
+      "adopted": dict(HANDMADE, active_state="inactive", healthy=False)}, True),
+    ({"known_good_record": ADOPTED_RECORD, "known_good_files": KEPT, "unit": {"active_state": "inactive"},
+      "adopted": HANDMADE}, False),
+    ({"known_good_record": ADOPTED_RECORD, "known_good_files": dict(KEPT, qwen="changed"),
+      "unit": {"active_state": "inactive"}, "adopted": HANDMADE}, True),
+], ids=["ours serves the known-good's unit: left alone", "ours runs another unit", "ours is not healthy",
+        "adopted: ours runs instead", "adopted: the hand-made unit serves, ours stopped", "adopted: a file changed"])
+def test_rollback_plan(read, restore):
+    check = {"host": "ct200", "unit": "sglang.service", "unit_path": UNIT, "state_dir": "/etc/sglang"}
+    assert dp.rollback_plan(facts(known_good=True, **read), **check) == {"restore": restore}
+
+
+def test_rollback_without_a_known_good_says_so():
+    with pytest.raises(dp.InputError) as err:
+        dp.rollback_plan(facts(known_good=False), "ct200", "sglang.service", UNIT, "/etc/sglang")
+    assert "ct200: NO KNOWN-GOOD SERVICE on this host (/etc/sglang/known-good/ is empty)" in str(err.value)

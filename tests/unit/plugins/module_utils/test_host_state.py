@@ -106,6 +106,31 @@ def test_restore_after_an_interrupted_snapshot_uses_the_complete_one(tmp_path, s
     assert sorted(os.listdir(state)) == ["deployed.json", "known-good"]
 
 
+@pytest.mark.parametrize("files, names", [
+    (["/etc/systemd/system/sglang.service", "/etc/sglang/sglang.env"], ["sglang.service", "sglang.env"]),
+    (["/etc/systemd/system/q.service.d/override.conf", "/etc/q/override.conf"], ["override.conf", "1-override.conf"]),
+    (["/etc/q/meta.json"], ["0-meta.json"]),
+], ids=["base names", "two files of one name", "a file named like the record"])
+def test_stored_names(files, names):
+    assert host_state.stored_names(files) == names
+
+
+def test_an_adopted_units_files_come_back_where_they_were_with_their_modes(tmp_path, state):
+    unit, env = tmp_path / "sglang-qwen.service", tmp_path / "default" / "qwen"
+    env.parent.mkdir()
+    unit.write_text("[Service]\nEnvironmentFile=%s\nExecStart=/opt/v/bin/python -m sglang.launch_server\n" % env)
+    env.write_bytes(b"HF_TOKEN=x\n\x00odd bytes kept\n")
+    os.chmod(env, 0o600)
+    before = {unit: unit.read_bytes(), env: env.read_bytes()}
+    snapshot_known_good(str(state), [str(unit), str(env)], {"adopted": {"unit": "sglang-qwen.service"}}, GID)
+    unit.write_text("edited by hand later\n")
+    env.unlink()
+    targets = [("sglang-qwen.service", str(unit), 0o644, os.getuid(), GID), ("qwen", str(env), 0o600, os.getuid(), GID)]
+    _record, changed = restore_known_good(str(state), targets)
+    assert {unit: unit.read_bytes(), env: env.read_bytes()} == before and str(env) in changed
+    assert oct(env.stat().st_mode & 0o777) == "0o600"
+
+
 def test_no_known_good_restores_nothing(tmp_path, state):
     assert restore_known_good(str(state), [("sglang.service", str(tmp_path / "u"), 0o644, 0, GID)]) == (None, [])
     assert known_good(str(state)) == (None, {})
