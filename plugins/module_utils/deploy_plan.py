@@ -231,7 +231,8 @@ def plan(wants, facts):
         "recorded_baseline": recorded,
         "running_variant": (adopt or facts.get("deployed") or {}).get("variant") or "known-good",
         "restart": restart,
-        "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service")),
+        "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service"),
+                              adopt["unit"] if adopt and go else None),
         "daemon_reload": "unit" in write,
     }
     # A converged host's deploy has ended here: the report needs nothing more.
@@ -259,9 +260,10 @@ def rollback_plan(facts, host, unit, unit_path, state_dir):
     return {"restore": not serving}
 
 
-def would_change(write, write_paths, restart, unit):
+def would_change(write, write_paths, restart, unit, adopt=None):
     """What a deploy would do, said in check mode (where it does nothing)."""
-    steps = ["write " + ", ".join(write_paths)] if write else []
+    steps = ["keep %s as the known-good, stop and disable it" % adopt] if adopt else []
+    steps += ["write " + ", ".join(write_paths)] if write else []
     if restart:
         steps.append("restart " + unit)
     return ("would " + " and ".join(steps) if steps else "would change nothing") + "; nothing was changed (check mode)"

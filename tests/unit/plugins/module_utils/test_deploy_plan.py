@@ -335,6 +335,9 @@ def test_adopting_keeps_the_hand_made_unit_as_the_known_good_and_stops_it():
     assert record["adopted"] == {"unit": "sglang-qwen.service", "enabled": True, "files": [
         dict((k, f[k]) for k in ("name", "path", "kind", "mode", "uid", "gid")) for f in HANDMADE["files"]]}
     assert got["adopted_from"] == "sglang-qwen.service" and got["baseline_url"] == "http://127.0.0.1:30000"
+    assert got["would"] == ("would keep sglang-qwen.service as the known-good, stop and disable it and write %s, %s, "
+                            "%s and restart sglang.service; nothing was changed (check mode)" % (UNIT, ENV, SECRETS))
+    assert got["running_variant"] == "nextn", "the performance gate's baseline is the hand-made NEXTN"
 
 
 def test_a_deploy_that_adopted_records_it_and_a_later_one_carries_it_on():
