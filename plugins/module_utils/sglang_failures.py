@@ -25,101 +25,206 @@ ROOT = "root"
 CONSEQUENCE = "consequence"
 
 
+class Said:
+    """A line a rule matches, and where its text comes from.
+
+    `where` is `sglang:<file under the sglang package>` or `python:<stdlib file>` (make
+    fidelity checks that each of `pieces` is in that file of the pinned SGLang, or of Python's
+    own library), else it names the origin outside both: `torch: ...`, `CUDA: ...`,
+    `transformers: ...`, `uvicorn: ...`, `the kernel: ...`. `line` is the line as it is
+    printed; `pieces` the literal parts of the source that make it, format fields included
+    (default: the line itself)."""
+
+    __slots__ = ("where", "line", "pieces")
+
+    def __init__(self, where, line, pieces=None):
+        self.where = where
+        self.line = line
+        self.pieces = tuple(pieces or (line,))
+
+
 class Rule:
     """One failure signature: a cause, whether it is a root cause or a consequence of
-    one, the pattern, and the hint template (filled from the invocation's arguments)."""
+    one, the pattern, the hint template (filled from the invocation's arguments), and the
+    lines it is written for (`said`, one per alternative of the pattern at least)."""
 
-    __slots__ = ("cause", "kind", "regex", "hint")
+    __slots__ = ("cause", "kind", "regex", "hint", "said")
 
-    def __init__(self, cause, kind, pattern, hint):
+    def __init__(self, cause, kind, pattern, hint, said=()):
         self.cause = cause
         self.kind = kind
         self.regex = re.compile(pattern)
         self.hint = hint
+        self.said = tuple(said)
 
+
+CUDA_OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+                 "of 47.41 GiB of which 1.19 GiB is free.")
+TORCH_ALLOCATOR = "torch: c10/cuda/CUDACachingAllocator.cpp, the caching allocator's message (not in a CPU build)"
+CUDA_RUNTIME = "CUDA: the runtime's cudaGetErrorString(), raised by torch as `CUDA error: <text>`"
+ARGPARSE = "python:argparse.py"
 
 # Order matters only among rules matching the same line (the first listed wins).
 RULES = (
-    # srt/model_executor/pool_configurator.py
     Rule("kv_pool_oom", ROOT,
          r"Not enough memory\. Please try to increase --mem-fraction-static",
          "raise --mem-fraction-static (now {mem_fraction_static}) or lower --context-length "
-         "(now {context_length}) / --max-running-requests (now {max_running_requests})"),
-    # srt/mem_cache/kv_cache_configurator.py
+         "(now {context_length}) / --max-running-requests (now {max_running_requests})",
+         [Said("sglang:srt/model_executor/pool_configurator.py",
+               "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+               "mem_fraction_static=0.88",
+               ["Not enough memory. Please try to increase --mem-fraction-static."])]),
     Rule("weights_leave_no_kv", ROOT,
          r"Loaded weights leave no GPU memory for the KV cache",
          "the weights (target + draft) fill the static budget: raise --mem-fraction-static "
          "(now {mem_fraction_static}) above the minimum the evidence names, or raise --tp-size "
-         "(now {tp_size}) to spread the weights over more GPUs"),
+         "(now {tp_size}) to spread the weights over more GPUs",
+         [Said("sglang:srt/mem_cache/kv_cache_configurator.py",
+               "ValueError: Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.6. "
+               "Raise --mem-fraction-static above 0.712 ",
+               ["Loaded weights leave no GPU memory for the KV cache under ",
+                "--mem-fraction-static={get_schedule().mem_fraction_static}. ", "Raise --mem-fraction-static above "])]),
     Rule("hybrid_state_oom", ROOT,
          r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache",
          "the mamba/linear-attention state does not fit: lower --max-running-requests (now "
          "{max_running_requests}) or --speculative-num-draft-tokens (now "
-         "{speculative_num_draft_tokens}), or raise --mem-fraction-static (now {mem_fraction_static})"),
-    # srt/model_executor/runner/decode_cuda_graph_runner.py (and the EAGLE draft runners)
+         "{speculative_num_draft_tokens}), or raise --mem-fraction-static (now {mem_fraction_static})",
+         [Said("sglang:srt/mem_cache/kv_cache_configurator.py",
+               "RuntimeError: Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed "
+               "max_mamba_cache_size=0 ",
+               ["Not enough GPU memory for hybrid (mamba/linear-attention) state cache. ",
+                "Computed max_mamba_cache_size={get_schedule().max_mamba_cache_size} "])]),
+    # The decode runner and the EAGLE draft runners raise the same text.
     Rule("cuda_graph_oom", ROOT,
          r"Capture cuda graph failed: .*(?:out of memory|OutOfMemoryError)",
          "CUDA-graph capture ran out of memory: lower --mem-fraction-static (now "
          "{mem_fraction_static}) to leave room for the graphs, or lower --cuda-graph-max-bs-decode "
-         "(now {cuda_graph_max_bs_decode})"),
+         "(now {cuda_graph_max_bs_decode})",
+         [Said("sglang:srt/model_executor/runner/decode_cuda_graph_runner.py",
+               "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 512.00 MiB.",
+               ["Capture cuda graph failed: {e}"]),
+          Said("sglang:srt/speculative/eagle_draft_cuda_graph_runner.py",
+               "Exception: Capture cuda graph failed: torch.OutOfMemoryError: Tried to allocate 512.00 MiB",
+               ["Capture cuda graph failed: {e}"])]),
     Rule("cuda_graph_failed", ROOT,
          r"Capture cuda graph failed: ",
          "CUDA-graph capture failed: lower --cuda-graph-max-bs-decode (now "
          "{cuda_graph_max_bs_decode}) or --mem-fraction-static (now {mem_fraction_static}); "
-         "--cuda-graph-backend-decode=disabled confirms it (slow, not for production)"),
-    # srt/distributed/bootstrap.py: the TP ranks found very different free memory
+         "--cuda-graph-backend-decode=disabled confirms it (slow, not for production)",
+         [Said("sglang:srt/model_executor/runner/decode_cuda_graph_runner.py",
+               "Exception: Capture cuda graph failed: CUDA error: operation failed due to a previous error during "
+               "capture", ["Capture cuda graph failed: {e}"])]),
+    # The TP ranks found very different free memory.
     Rule("gpu_memory_occupied", ROOT,
          r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes",
          "another process holds memory on some of this server's GPUs: find it (nvidia-smi "
-         "--query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv) and stop it"),
+         "--query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv) and stop it",
+         [Said("sglang:srt/distributed/bootstrap.py",
+               "RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "
+               "pre_model_load_memory=30.1, local_gpu_memory=46.9, local_gpu_memory * 0.9=42.2",
+               ["The memory capacity is unbalanced. Some GPUs may be occupied by other processes. "])]),
     Rule("cuda_oom", ROOT,
          r"(?:torch\.OutOfMemoryError|torch\.cuda\.OutOfMemoryError|CUDA out of memory|"
          r"CUDA error: out of memory)",
          "the GPU ran out of memory outside the static pool: lower --mem-fraction-static (now "
          "{mem_fraction_static}) to leave activation headroom, or lower --chunked-prefill-size "
          "(now {chunked_prefill_size}); if nvidia-smi lists other processes on these GPUs, they "
-         "hold the memory: stop them"),
+         "hold the memory: stop them",
+         [Said(TORCH_ALLOCATOR, CUDA_OOM_LINE),
+          Said("torch: torch.cuda.OutOfMemoryError, the older name SGLang also catches",
+               "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB."),
+          Said(CUDA_RUNTIME, "RuntimeError: CUDA error: out of memory")]),
     # A kernel fault in service (the DDTree/DFlash kernels are the usual suspects): torch
     # raises it in the scheduler's event loop and the server exits.
     Rule("cuda_error", ROOT,
          r"CUDA error: (?!out of memory)(?:an illegal memory access|device-side assert|misaligned address|"
          r"unspecified launch failure|an illegal instruction)",
          "a CUDA kernel failed while serving ({speculative_algorithm} on this GPU): keep the known-good "
-         "variant on this host class and report the evidence upstream; CUDA_LAUNCH_BLOCKING=1 names the kernel"),
-    # argparse (sglang.launch_server) and ServerArgs post-init checks
+         "variant on this host class and report the evidence upstream; CUDA_LAUNCH_BLOCKING=1 names the kernel",
+         [Said(CUDA_RUNTIME, "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"),
+          Said(CUDA_RUNTIME, "RuntimeError: CUDA error: device-side assert triggered"),
+          Said(CUDA_RUNTIME, "RuntimeError: CUDA error: misaligned address"),
+          Said(CUDA_RUNTIME, "RuntimeError: CUDA error: unspecified launch failure"),
+          Said(CUDA_RUNTIME, "RuntimeError: CUDA error: an illegal instruction was encountered")]),
+    # sglang.launch_server's argparse parser (prepare_server_args).
     Rule("bad_argument", ROOT,
          r"(?:^usage: |: error: (?:unrecognized arguments|argument |ambiguous option|the following "
-         r"arguments are required)|ServerArgs.*(?:ValueError|AssertionError))",
+         r"arguments are required))",
          "the release's own argument parser rejected the command line: fix the flag the evidence "
-         "names (the pinned version's flag table may differ from the one you used)"),
+         "names (the pinned version's flag table may differ from the one you used)",
+         [Said(ARGPARSE, "usage: launch_server.py [-h] --model-path MODEL_PATH", ["usage: "]),
+          Said(ARGPARSE, "launch_server.py: error: unrecognized arguments: --speculative-tree-width 4",
+               ["%(prog)s: error: %(message)s", "unrecognized arguments: %s"]),
+          Said(ARGPARSE, "launch_server.py: error: argument --tp-size: invalid int value: 'two'",
+               ["%(prog)s: error: %(message)s", "argument %(argument_name)s: %(message)s"]),
+          Said(ARGPARSE, "launch_server.py: error: ambiguous option: --cuda-graph-max-bs could match "
+                         "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill",
+               ["%(prog)s: error: %(message)s", "ambiguous option: %(option)s could match %(matches)s"]),
+          Said(ARGPARSE, "launch_server.py: error: the following arguments are required: --model-path",
+               ["%(prog)s: error: %(message)s", "the following arguments are required: %s"])]),
     Rule("import_error", ROOT,
          r"(?:ModuleNotFoundError|ImportError): ",
-         "the release's virtualenv is incomplete or built for another Python: rebuild the release"),
-    # uvicorn bind failure; srt/server_args.py port checks
+         "the release's virtualenv is incomplete or built for another Python: rebuild the release",
+         [Said("python:importlib/_bootstrap.py", "ModuleNotFoundError: No module named 'sgl_kernel'",
+               ["No module named "]),
+          Said("Python: ImportError, raised by the import system for a name a module lacks",
+               "ImportError: cannot import name 'DDTreeWorker' from 'sglang.srt.speculative'")]),
+    # The HTTP server's bind (asyncio, under uvicorn) and SGLang's own port checks.
     Rule("port_in_use", ROOT,
          r"(?:address already in use|Port is already in use|is not available in \d+ seconds)",
          "another process holds the port (now {port}): stop it (ss -ltnp 'sport = :{port}') or "
-         "choose another --port"),
-    # transformers / sglang config loading
+         "choose another --port",
+         [Said("python:asyncio/base_events.py",
+               "ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): "
+               "address already in use",
+               ["error while attempting ", "to bind on address %r: %s"]),
+          Said("sglang:srt/server_args.py", "ValueError: Port is already in use. dist_init_port=30001 port_base=30000",
+               ["Port is already in use. {dist_init_port=} {port_base=}"]),
+          Said("sglang:srt/utils/network.py", "ValueError: port_base at 30001 is not available in 30 seconds. ",
+               ["{port_name} at {port} is not available in {timeout_s} seconds. {error_message}"])]),
+    # transformers' config loading, and a folder without its config.json.
     Rule("model_not_found", ROOT,
          r"(?:Incorrect path_or_model_id|is not a local folder and is not a valid model identifier|Can't load the "
          r"configuration of|does not appear to have a file named config\.json|"
-         r"No such file or directory: '[^']*config\.json'|Model path does not exist)",
+         r"No such file or directory: '[^']*config\.json')",
          "the model directory is missing or incomplete: check --model-path (now {model_path}) "
-         "and --speculative-draft-model-path (now {speculative_draft_model_path}) on the host"),
-    # srt/entrypoints/http_server.py
+         "and --speculative-draft-model-path (now {speculative_draft_model_path}) on the host",
+         [Said("transformers: utils/hub.py (cached_files)",
+               "OSError: Incorrect path_or_model_id: '/models/Qwen3.6-27B'. Please provide either the path to a "
+               "local folder or the repo_id of a model on the Hub."),
+          Said("transformers: utils/hub.py (cached_files)",
+               "OSError: /models/x is not a local folder and is not a valid model identifier listed on "
+               "'https://huggingface.co/models'"),
+          Said("transformers: configuration_utils.py (get_config_dict)",
+               "OSError: Can't load the configuration of '/models/x'."),
+          Said("transformers: utils/hub.py (cached_files)",
+               "OSError: /models/x does not appear to have a file named config.json."),
+          Said("the kernel: ENOENT, as Python's open() says it",
+               "FileNotFoundError: [Errno 2] No such file or directory: '/models/x/config.json'")]),
     Rule("warmup_failed", ROOT,
          r"Initialization failed\. warmup error",
-         "the server started but its warm-up request failed: read the traceback in the evidence"),
-    # srt/entrypoints/engine.py: a scheduler killed by SIGKILL is the OOM killer's work
+         "the server started but its warm-up request failed: read the traceback in the evidence",
+         [Said("sglang:srt/entrypoints/http_server.py", "Initialization failed. warmup error: Traceback (most recent "
+               "call last):", ["Initialization failed. warmup error: {last_traceback}"])]),
+    # A scheduler killed by SIGKILL is the OOM killer's work.
     Rule("oom_killed", ROOT,
          r"scheduler died during initialization \(exit code: -9\)",
          "the kernel's OOM killer ended a scheduler (SIGKILL): the host ran out of RAM; check "
          "`journalctl -k | grep -i oom`, free host memory or lower --tp-size (now {tp_size}) "
-         "loaders running at once"),
+         "loaders running at once",
+         [Said("sglang:srt/entrypoints/engine.py",
+               "RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 "
+               "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.",
+               ["Rank {rank} scheduler died during initialization ", "(exit code: {proc.exitcode}). ",
+                "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. "])]),
     Rule("child_died", CONSEQUENCE,
          r"(?:scheduler died during initialization|Received sigquit from a child process)",
-         "a child process of the server died; the lines before it in the evidence say why"),
+         "a child process of the server died; the lines before it in the evidence say why",
+         [Said("sglang:srt/entrypoints/engine.py", "RuntimeError: Rank 0 scheduler died during initialization "
+               "(exit code: 1). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.",
+               ["Rank {rank} scheduler died during initialization ", "(exit code: {proc.exitcode}). "]),
+          Said("sglang:srt/entrypoints/engine.py",
+               "Received sigquit from a child process. It usually means the child failed.")]),
 )
 
 # Startup phases, in SGLang's own order, each from its progress line.
@@ -135,6 +240,27 @@ PHASES = (
     ("serving", re.compile(r"Uvicorn running on|Application startup complete")),
     ("ready", re.compile(r"The server is fired up and ready to roll!")),
 )
+
+# The line each phase is read from, and where its text comes from (as Rule.said).
+PHASE_SAID = {
+    "server_args": Said("sglang:srt/entrypoints/engine.py", "server_args=ServerArgs(model_path='/models/m', tp_size=2)",
+                        ["server_args={_server_args_for_logging(server_args)}"]),
+    "loading_weights": Said("sglang:srt/model_executor/model_runner.py", "Load weight begin. avail mem=46.55 GB",
+                            ["Load weight begin. avail mem="]),
+    "weights_loaded": Said("sglang:srt/model_executor/model_runner.py",
+                           "Load weight end. elapsed=0.60 s, type=Qwen3_5ForCausalLM", ["Load weight end. "]),
+    "memory_pool": Said("sglang:srt/mem_cache/kv_cache_configurator.py", "Memory pool end. avail mem=4.04 GB",
+                        ["Memory pool end. "]),
+    "kernels_selected": Said("sglang:srt/layers/attention/attention_registry.py",
+                             "Using hybrid linear attention backend for hybrid GDN models."),
+    "cuda_graph": Said("sglang:srt/model_executor/model_runner_components/cuda_graph_setup.py",
+                       "Capture target verify CUDA graph begin. backend=full", ["Capture {capture_name} CUDA graph begin. "]),
+    "cuda_graph_done": Said("sglang:srt/model_executor/model_runner_components/cuda_graph_setup.py",
+                            "Capture target verify CUDA graph end. bs=[1, 2, 4]", ["Capture {capture_name} CUDA graph end. "]),
+    "serving": Said("sglang:srt/entrypoints/http_server.py", "Uvicorn running on 127.0.0.1:30000 (Press CTRL+C to quit)",
+                    ["Uvicorn running on {config.host}:{config.port} "]),
+    "ready": Said("sglang:srt/entrypoints/http_server.py", "The server is fired up and ready to roll!"),
+}
 
 # Most lines of a long invocation are neither evidence nor progress. Python's regex engine
 # tries every alternative at every position of a line, so the rules themselves cost ~20 us a
