@@ -33,7 +33,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup collection-copy units lab-wheelhouse fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean
 
 help:  ## list the targets
@@ -83,6 +83,34 @@ $(WHEELHOUSE)/.ready: $(STAMP) $(SIM_SOURCES)
 	$(BIN)/pip wheel -q --no-deps -w $(WHEELHOUSE) ./lab
 	touch $@
 
+# A PEP 503 index of the lab's wheelhouse (lab/pep503.py), served by the controller on the lab
+# network for the pypi build source (tests/integration/test_package_index.py).
+LAB_INDEX    := build/pypi-index
+lab-index: $(LAB_INDEX)/.ready  ## a PEP 503 package index of the lab wheelhouse
+$(LAB_INDEX)/.ready: $(WHEELHOUSE)/.ready lab/pep503.py
+	$(PY) lab/pep503.py build $(WHEELHOUSE) $(LAB_INDEX)
+	touch $@
+
+# The real argument checker on a lab host (tests/integration/test_real_checker.py): a release of
+# the real SGLang wheel with the CPU-only packages its parser imports (lab/checker-requirements.txt,
+# the reference venv's set), from a wheelhouse on the controller. The third-party wheels (about
+# 500 MB, torch and triton the most) are downloaded once, cached outside the repo, keyed by that list.
+CHECKER_REQS := lab/checker-requirements.txt
+CHECKER_KEY  := $(shell sha256sum $(CHECKER_REQS) | cut -c1-12)
+CHECKER_CACHE := /var/cache/inferops-sglang/checker-wheels-$(CHECKER_KEY)
+CHECKER_WHEELHOUSE := build/checker-wheelhouse
+checker-wheelhouse: $(CHECKER_WHEELHOUSE)/.ready  ## the wheels of a lab release that runs the real argument checker
+$(CHECKER_CACHE)/.ready: | $(CHECKER_REQS) $(STAMP)
+	rm -rf $(CHECKER_CACHE).partial && mkdir -p $(CHECKER_CACHE).partial
+	$(BIN)/pip download -q --no-deps --only-binary=:all: -r $(CHECKER_REQS) -d $(CHECKER_CACHE).partial
+	rm -rf $(CHECKER_CACHE) && mv $(CHECKER_CACHE).partial $(CHECKER_CACHE)
+	touch $@
+$(CHECKER_WHEELHOUSE)/.ready: $(CHECKER_CACHE)/.ready $(WHEELHOUSE)/.ready
+	mkdir -p $(CHECKER_WHEELHOUSE)
+	rm -f $(CHECKER_WHEELHOUSE)/sglang_sim-*.whl
+	cp -u $(CHECKER_CACHE)/*.whl $(WHEELHOUSE)/*.whl $(CHECKER_WHEELHOUSE)/
+	touch $@
+
 lab-image: deps venv  ## build (or reuse the cached) lab host image
 	$(LAB) image
 
@@ -112,7 +140,7 @@ TEST_CLOCK   := INFEROPS_LAB_TIMINGS=$(CURDIR)/lab/sim_tests.json INFEROPS_LAB_S
 # Integration workers, each with lab hosts of its own (inferops-gwN-ct129, ...): see
 # tests/integration/README.md for the measurements behind the count.
 TEST_WORKERS ?= 3
-integration: lab-image lab-wheelhouse  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
+integration: lab-image lab-wheelhouse checker-wheelhouse lab-index  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
 	$(LAB) down --all
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 \
 	  --durations 15 tests/integration
@@ -155,7 +183,7 @@ molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) 
 bench: lab-up  ## benchmarks on the lab: prints a table, writes bench/results.md
 	$(PY) bench/bench.py
 
-setup: deps venv lab-image lab-wheelhouse sglang-reference $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
+setup: deps venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
 
 # Each gate's wall time and test counts end the log (tests/gates.py); integration and
 # molecule run side by side on hosts of their own.

@@ -6,6 +6,8 @@
     labctl.py down [--all]           remove this set's containers (--all: every container
                                      that carries the lab label)
     labctl.py status                 one line per lab container
+    labctl.py address [HOST]         HOST's address on the lab network (no HOST: the network,
+                                     its subnet and the controller's address on it)
     labctl.py inventory [--ssh]      YAML inventory of the running lab hosts (--ssh: reached
                                      over SSH, as production hosts are, not podman exec)
     labctl.py occupy HOST --gpus 0,1 --mib N [--no-unit]
@@ -19,7 +21,10 @@ GPU memory is shared state on a host (sglang_sim/gpu.py): every process that use
 what is held, and by whom.
 
 INFEROPS_LAB_PREFIX (default "inferops-") names a set of hosts: its containers are
-PREFIX + host, so parallel test workers run the same host names side by side.
+PREFIX + host, so parallel test workers run the same host names side by side. Each set has a
+podman network of its own, PREFIX + "net": --internal (no way out), a /24 of 198.18.0.0/15 (the
+benchmarking range), on which its hosts reach each other and the controller (the gateway,
+.1) reaches them; `down` removes it with the set.
 INFEROPS_LAB_TIMINGS (default lab/sim_defaults.json, the bench's clock) is the stand-in's
 start-up timings file `up` gives every host of the set.
 
@@ -51,6 +56,10 @@ CLASS_LABEL = "io.inferops.lab.class"
 # (ct129, ct200) never meet in one container.
 PREFIX = os.environ.get("INFEROPS_LAB_PREFIX", "inferops-")
 SET_LABEL = "io.inferops.lab.set"
+# The set's network: --internal (no way out), a /24 of 198.18.0.0/15 (the benchmarking range,
+# never 10/8, 172.16/12 or 192.168/16); the controller is its gateway, .1.
+NETWORK = PREFIX + "net"
+SUBNETS = ["198.18.%d.0/24" % n for n in range(1, 255)]
 SUITE = "bookworm"
 # Everything a lab host needs: systemd/journald, Python for Ansible and the release
 # venvs, patch and git for sglang_build, iproute2/procps for port and process checks,
@@ -290,7 +299,54 @@ def container_state(name: str) -> dict | None:
         return None
     info = json.loads(proc.stdout)[0]
     return {"running": info["State"]["Running"], "image": info.get("ImageName", ""),
-            "id": info["Id"], "labels": info["Config"].get("Labels") or {}}
+            "id": info["Id"], "labels": info["Config"].get("Labels") or {},
+            "networks": sorted((info.get("NetworkSettings") or {}).get("Networks") or {})}
+
+
+def network_info(name: str) -> dict | None:
+    """{subnet, gateway} of a podman network, or None when there is none of that name."""
+    proc = podman("network", "inspect", name, check=False)
+    if proc.returncode != 0:
+        return None
+    subnets = json.loads(proc.stdout)[0].get("subnets") or [{}]
+    return {"subnet": subnets[0].get("subnet"), "gateway": subnets[0].get("gateway")}
+
+
+def used_subnets() -> set:
+    names = podman("network", "ls", "--format", "{{.Name}}").stdout.split()
+    return {(network_info(name) or {}).get("subnet") for name in names}
+
+
+def ensure_network() -> str:
+    """This set's lab network, created on the first free /24 (sets starting side by side may
+    race for one: podman refuses a subnet in use, and the next is tried)."""
+    if network_info(NETWORK):
+        return NETWORK
+    used = used_subnets()
+    for subnet in SUBNETS:
+        if subnet in used:
+            continue
+        made = podman("network", "create", "--internal", "--subnet", subnet, "--label", "%s=1" % LABEL,
+                      "--label", "%s=%s" % (SET_LABEL, PREFIX), NETWORK, check=False)
+        if made.returncode == 0 or network_info(NETWORK):
+            return NETWORK
+    raise LabError("no free /24 left in 198.18.0.0/16 for the lab network %s" % NETWORK)
+
+
+def lab_networks(every_set: bool = False) -> list[str]:
+    filters = ["--filter", "label=%s=1" % LABEL]
+    if not every_set:
+        filters += ["--filter", "label=%s=%s" % (SET_LABEL, PREFIX)]
+    return sorted(podman("network", "ls", *filters, "--format", "{{.Name}}").stdout.split())
+
+
+def host_address(name: str) -> str:
+    """A lab host's address on its set's network."""
+    out = podman("inspect", PREFIX + name, "--format",
+                 '{{(index .NetworkSettings.Networks "%s").IPAddress}}' % NETWORK, check=False)
+    if out.returncode != 0 or not out.stdout.strip() or out.stdout.strip() == "<no value>":
+        raise LabError("%s is not up on %s (labctl up %s)" % (name, NETWORK, name))
+    return out.stdout.strip()
 
 
 def start_host(name: str, cls: str, image: str) -> str:
@@ -298,7 +354,8 @@ def start_host(name: str, cls: str, image: str) -> str:
     state = container_state(ctr)
     labels = state["labels"] if state else {}
     if state and state["running"] and state["image"] == image and labels.get(CLASS_LABEL) == cls \
-            and labels.get(SET_LABEL) == PREFIX and boot_state(ctr) in ("running", "degraded"):
+            and labels.get(SET_LABEL) == PREFIX and state["networks"] == [NETWORK] \
+            and boot_state(ctr) in ("running", "degraded"):
         outcome = "kept"
     else:
         if state:
@@ -309,7 +366,7 @@ def start_host(name: str, cls: str, image: str) -> str:
                # A real host's root may read every process's file descriptors (ss -ltnp,
                # the health gate's port owner); podman drops that capability by default.
                "--cap-add=SYS_PTRACE",
-               "--systemd=always", "--network=none", image, "/sbin/init")
+               "--systemd=always", "--network", ensure_network(), image, "/sbin/init")
         put_file(ctr, "/etc/inferops-lab/gpus.json", json.dumps(gpu_inventory(cls), indent=1))
         outcome = "started"
     # A kept host gets the clock and the key too: the set may have been started for the
@@ -421,6 +478,22 @@ def cmd_down(names: list[str], every_set: bool = False) -> int:
     for ctr in ctrs:
         remove_container(ctr)
     print("lab: removed %d container(s)%s" % (len(ctrs), (": " + " ".join(ctrs)) if ctrs else ""))
+    if not wanted:   # the whole set (or every set): its network goes with it
+        for network in lab_networks(every_set):
+            podman("network", "rm", "-f", network, check=False)
+    return 0
+
+
+def cmd_address(name: str | None) -> int:
+    """A host's address on the lab network; without a host, the network, its subnet and the
+    controller's address on it (the gateway)."""
+    if name:
+        print(host_address(name))
+        return 0
+    info = network_info(NETWORK)
+    if not info:
+        raise LabError("no lab network %s (labctl up)" % NETWORK)
+    print("%s %s controller %s" % (NETWORK, info["subnet"], info["gateway"]))
     return 0
 
 
@@ -501,6 +574,9 @@ def main(argv: list[str]) -> int:
     down.add_argument("--all", action="store_true", dest="every_set",
                       help="every set's hosts (parallel test workers' too)")
     sub.add_parser("status")
+    address = sub.add_parser("address", help="a host's address on the lab network (none: the network and the "
+                                             "controller's address on it)")
+    address.add_argument("host", nargs="?")
     inventory = sub.add_parser("inventory")
     inventory.add_argument("--ssh", action="store_true",
                            help="reach the hosts over SSH (ControlPersist, pipelining) instead of podman exec")
@@ -526,6 +602,8 @@ def main(argv: list[str]) -> int:
         if args.cmd == "gpus":
             print(json.dumps(gpu_inventory(args.cls, args.count), indent=1))
             return 0
+        if args.cmd == "address":
+            return cmd_address(args.host)
         if args.cmd == "inventory":
             return cmd_inventory(args.ssh)
         if args.cmd == "occupy":

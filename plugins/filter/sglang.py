@@ -339,6 +339,11 @@ def sglang_prunable(found, keep, in_use):
     return release.prunable(_plain(found), keep, _plain(in_use))
 
 
+def sglang_install_source(install, wheelhouse=""):
+    """Where a release build installs from (the package index, the wheelhouse, git), for its failures."""
+    return release.install_source(_plain(install) or {}, wheelhouse)
+
+
 def sglang_failure_text(result):
     """A failed task's output, error and message in one line."""
     return release.failure_text(_plain(result))
@@ -357,6 +362,7 @@ class FilterModule(object):
             "sglang_diagnosis": sglang_diagnosis,
             "sglang_config_id": sglang_config_id,
             "sglang_deploy_plan": sglang_deploy_plan,
+            "sglang_install_source": sglang_install_source,
             "sglang_rollback_plan": sglang_rollback_plan,
             "sglang_rollback_result": sglang_rollback_result,
             "sglang_deploy_outcome": sglang_deploy_outcome,

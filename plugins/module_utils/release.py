@@ -53,3 +53,19 @@ def failure_text(result):
     items = [item.get("msg", "") for item in result.get("results") or () if item.get("failed")]
     parts = [result.get("stdout"), result.get("stderr")] + items + [result.get("msg")]
     return "; ".join(str(part).strip() for part in parts if part and str(part).strip())
+
+
+def install_source(install, wheelhouse=""):
+    """Where a build installs from, as a failure names it. `install`: the release's install
+    record (source, git, pip_args); `wheelhouse`: the controller's folder."""
+    args = list(install.get("pip_args") or ())
+    if install.get("source") == "git":
+        git = install.get("git") or {}
+        return "git %s at %s" % (git.get("url"), git.get("commit"))
+    if install.get("source") == "wheelhouse":
+        return "the wheelhouse %s (no index)" % (wheelhouse or "?")
+    index = next((args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("--index-url", "-i")), None)
+    index = index or next((arg.split("=", 1)[1] for arg in args if arg.startswith("--index-url=")), None)
+    extra = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "--extra-index-url"]
+    where = ("the package index " + index) if index else "pip's default index (PyPI, or the host's pip.conf)"
+    return where + "".join(" and " + url for url in extra)

@@ -152,15 +152,15 @@ RULES = (
          r"arguments are required))",
          "the release's own argument parser rejected the command line: fix the flag the evidence "
          "names (the pinned version's flag table may differ from the one you used)",
-         [Said(ARGPARSE, "usage: launch_server.py [-h] --model-path MODEL_PATH", ["usage: "]),
-          Said(ARGPARSE, "launch_server.py: error: unrecognized arguments: --speculative-tree-width 4",
+         [Said(ARGPARSE, "usage: sglang serve [-h] --model-path MODEL_PATH", ["usage: "]),
+          Said(ARGPARSE, "sglang serve: error: unrecognized arguments: --speculative-tree-width 4",
                ["%(prog)s: error: %(message)s", "unrecognized arguments: %s"]),
-          Said(ARGPARSE, "launch_server.py: error: argument --tp-size: invalid int value: 'two'",
+          Said(ARGPARSE, "sglang serve: error: argument --tp-size: invalid int value: 'two'",
                ["%(prog)s: error: %(message)s", "argument %(argument_name)s: %(message)s"]),
-          Said(ARGPARSE, "launch_server.py: error: ambiguous option: --cuda-graph-max-bs could match "
+          Said(ARGPARSE, "sglang serve: error: ambiguous option: --cuda-graph-max-bs could match "
                          "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill",
                ["%(prog)s: error: %(message)s", "ambiguous option: %(option)s could match %(matches)s"]),
-          Said(ARGPARSE, "launch_server.py: error: the following arguments are required: --model-path",
+          Said(ARGPARSE, "sglang serve: error: the following arguments are required: --model-path",
                ["%(prog)s: error: %(message)s", "the following arguments are required: %s"])]),
     Rule("import_error", ROOT,
          r"(?:ModuleNotFoundError|ImportError): ",

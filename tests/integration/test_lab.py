@@ -2,6 +2,7 @@
 and a unit that dies after start shows exactly the failure shape the collection exists for."""
 from __future__ import annotations
 
+import ipaddress
 import json
 import subprocess
 import time
@@ -74,8 +75,34 @@ def test_lab_down_removes_only_its_own_sets_lab_containers(lab):
         everything = container_ids(label_only=False)
         assert bystander in everything and PREFIX + "down-ct901" not in everything
         assert container_ids() == ours, "this worker's hosts are untouched"
+        assert podman("network", "exists", PREFIX + "down-net", check=False).returncode == 1, "its network went too"
+        assert podman("network", "exists", PREFIX + "net", check=False).returncode == 0
     finally:
         podman("rm", "-f", "-t", "0", bystander, PREFIX + "down-ct901", check=False)
+
+
+def test_the_lab_network_is_internal_in_the_benchmarking_range_and_joins_hosts_and_controller(lab):
+    """Its hosts reach each other over the set's network, the controller (its gateway)
+    reaches them, and nothing else: --internal, on a /24 of 198.18.0.0/15."""
+    net = json.loads(podman("network", "inspect", PREFIX + "net").stdout)[0]
+    subnet = ipaddress.ip_network(net["subnets"][0]["subnet"])
+    assert net["internal"] is True and subnet.subnet_of(ipaddress.ip_network("198.18.0.0/15")), net
+    addresses = dict((name, labctl("address", name).stdout.strip()) for name in lab)
+    assert all(ipaddress.ip_address(a) in subnet for a in addresses.values()), addresses
+    assert labctl("address").stdout.split() == [PREFIX + "net", str(subnet), "controller", net["subnets"][0]["gateway"]]
+    server = lab["ct129"]
+    server.run("systemd-run --unit lab-net-probe --collect python3 -m http.server 38090 --bind %s" % addresses["ct129"])
+    try:
+        url = "http://%s:38090/" % addresses["ct129"]
+        fetch = ["python3", "-c", "import urllib.request as u; print(u.urlopen(%r, timeout=5).status)" % url]
+        server.wait_for(lambda: lab["ct200"].run(fetch, check=False).stdout.strip() == "200", 20,
+                        what="ct200 to reach ct129 over the lab network")
+        assert subprocess.run(fetch, capture_output=True, text=True, check=False).stdout.strip() == "200", \
+            "the controller reaches the host"
+        outside = ["python3", "-c", "import socket; socket.create_connection(('192.0.2.1', 80), 2)"]
+        assert lab["ct200"].run(outside, check=False).returncode != 0, "no way out"
+    finally:
+        server.run("systemctl stop lab-net-probe", check=False)
 
 
 def test_hosts_are_reached_over_ssh_one_connection_per_host(lab, tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils import release
 from ansible_collections.inferops.sglang.plugins.module_utils.release import (
     failure_text, git_commit, prunable, release_id,
 )
@@ -56,3 +57,16 @@ def test_failure_text_joins_what_the_task_said():
               "results": [{"failed": True, "msg": "item broke"}, {"failed": False, "msg": "fine"}]}
     assert failure_text(result) == "out; item broke; non-zero return code"
     assert failure_text({}) == ""
+
+
+@pytest.mark.parametrize("install, wheelhouse, said", [
+    ({"source": "pypi", "pip_args": ["--index-url", "http://198.18.1.1:38100/simple"]}, "",
+     "the package index http://198.18.1.1:38100/simple"),
+    ({"source": "pypi", "pip_args": ["--index-url=http://i/simple", "--extra-index-url", "http://j/simple"]}, "",
+     "the package index http://i/simple and http://j/simple"),
+    ({"source": "pypi", "pip_args": []}, "", "pip's default index (PyPI, or the host's pip.conf)"),
+    ({"source": "wheelhouse", "pip_args": []}, "build/wheelhouse", "the wheelhouse build/wheelhouse (no index)"),
+    ({"source": "git", "git": {"url": "https://git/sglang", "commit": "abc"}}, "", "git https://git/sglang at abc"),
+], ids=["an index", "an index and an extra one", "pip's default", "the wheelhouse", "git"])
+def test_install_source(install, wheelhouse, said):
+    assert release.install_source(install, wheelhouse) == said
