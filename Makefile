@@ -149,6 +149,9 @@ fidelity: venv sglang-reference  ## the stand-in's parser against the real SGLan
 	$(BIN)/pytest -q tests/fidelity
 
 lint: venv  ## ansible-lint (production profile)
+	# Molecule installs this collection into ~/.ansible/collections, and ansible-lint resolves
+	# modules there first: a copy from an earlier run would hide a module added since.
+	rm -rf $(HOME)/.ansible/collections/ansible_collections/inferops/sglang
 	$(BIN)/ansible-lint --profile production --offline --strict
 
 $(PIP_BOOTSTRAP): tests/sanity/get_pip_offline.py

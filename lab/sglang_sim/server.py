@@ -5,6 +5,7 @@ model's config.json, logs SGLang 0.5.23's own lines in SGLang's order, fails whe
 would, and then serves SGLang's endpoints with SGLang's status codes. Every line and
 status it emits is listed with its SGLang source file in lab/MESSAGES.md.
 """
+import datetime
 import json
 import os
 import signal
@@ -21,8 +22,10 @@ from . import memory
 LAB_ETC = os.environ.get("INFEROPS_LAB_ETC", "/etc/inferops-lab")
 GIB = memory.GIB
 # Stand-in timing of each start-up phase, in seconds (a lab host's sim.json overrides it).
+# drain_poll: how often a SIGTERM'd server looks whether its requests are done
+# (tokenizer_manager.sigterm_watchdog sleeps 5 s between looks).
 DEFAULT_TIMINGS = {"load_weights": 2.0, "load_draft": 0.5, "memory_pool": 0.5, "cuda_graph": 1.0,
-                   "warmup": 1.0}
+                   "warmup": 1.0, "drain_poll": 5.0}
 # Decode tokens/s of one request, by host class and variant. DDTree is 1.24x DFLASH on
 # RTX PRO 6000 Blackwell and 0.68x on RTX A6000, as public measurements found.
 TOKEN_RATES = {
@@ -89,6 +92,8 @@ class Server:
         self.timings = dict(DEFAULT_TIMINGS, **read_json("sim.json", {}).get("timings", {}))
         self.ready = False
         self.stopping = False
+        self.in_flight = 0
+        self.in_flight_lock = threading.Lock()
         self.health_answered = False
         self.pid = os.getpid()
         self.plan = None
@@ -301,7 +306,7 @@ class Server:
         def on_sigterm(signum, frame):
             Log.line("SIGTERM received. signum=%d frame=%r. Draining requests and shutting down..." % (signum, frame))
             self.stopping = True
-            threading.Thread(target=httpd.shutdown, daemon=True).start()
+            threading.Thread(target=self.drain_then_stop, args=(httpd,), daemon=True).start()
 
         signal.signal(signal.SIGTERM, on_sigterm)
         httpd.serve_forever(poll_interval=0.2)
@@ -309,6 +314,42 @@ class Server:
         Log.raw("INFO:     Waiting for application shutdown.")
         Log.raw("INFO:     Application shutdown complete.")
         Log.raw("INFO:     Finished server process [%d]" % self.pid)
+
+    def drain_then_stop(self, httpd):
+        """tokenizer_manager.sigterm_watchdog: the requests in flight finish (new ones are
+        refused), looked at every drain_poll seconds, then the server stops."""
+        while True:
+            with self.in_flight_lock:
+                remaining = self.in_flight
+            Log.line("Gracefully exiting... Remaining number of requests %d." % remaining)
+            if remaining == 0:
+                break
+            time.sleep(float(self.timings.get("drain_poll", 5.0)))
+        httpd.shutdown()
+
+    def request_started(self):
+        with self.in_flight_lock:
+            self.in_flight += 1
+
+    def request_finished(self):
+        with self.in_flight_lock:
+            self.in_flight -= 1
+
+    def loads(self):
+        """/v1/loads (entrypoints/v1_loads.py): one DP rank's core load metrics."""
+        with self.in_flight_lock:
+            running = self.in_flight
+        plan = self.plan or {}
+        core = {"timestamp": time.time(), "dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": 0,
+                "num_waiting_uncached_tokens": 0, "num_used_tokens": 0, "num_total_tokens": 0,
+                "num_active_tokens": 0, "num_prealloc_ready_tokens": 0,
+                "max_total_num_tokens": plan.get("max_total_num_tokens", 0),
+                "max_running_requests": plan.get("max_running_requests", 0),
+                "token_usage": 0.0, "gen_throughput": 0.0, "cache_hit_rate": 0.0, "utilization": 0.0,
+                "total_prefill_uncached_tokens": 0, "total_prefill_busy_us": 0, "decode_moments": None}
+        return {"timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(), "version": "0.5.23",
+                "accelerator": (self.gpus.get("gpus") or [{}])[0].get("name"), "num_accelerators": self.args.tp_size,
+                "loads": [core]}
 
     # --- what the endpoints answer -------------------------------------------------
     def rate(self):
@@ -394,6 +435,8 @@ def make_handler(server):
                 self.send_json(200, server.server_info())
             elif path == "/v1/models":
                 self.send_json(200, server.models())
+            elif path == "/v1/loads":
+                self.send_json(200, server.loads())
             else:
                 self.send_json(404, {"detail": "Not Found"})
 
@@ -401,13 +444,12 @@ def make_handler(server):
             path = self.path.split("?")[0]
             if not self.authorized():
                 return
-            length = int(self.headers.get("Content-Length") or 0)
             try:
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = json.loads(self.read_body() or b"{}")
             except ValueError:
                 self.send_json(400, {"error": {"message": "Invalid JSON body", "code": 400}})
                 return
-            if not server.ready:
+            if not server.ready or server.stopping:
                 self.send_json(503, {"error": {"message": "The server is not ready.", "code": 503}})
                 return
             failure = server.faults.get("request_error")
@@ -416,12 +458,29 @@ def make_handler(server):
                 self.send_json(int(failure.get("status", 500)), {"error": {
                     "message": failure.get("message", "Internal server error"), "code": int(failure.get("status", 500))}})
                 return
-            if path == "/generate":
-                self.generate(body)
-            elif path == "/v1/chat/completions":
-                self.chat(body)
-            else:
+            if path not in ("/generate", "/v1/chat/completions"):
                 self.send_json(404, {"detail": "Not Found"})
+                return
+            server.request_started()
+            try:
+                (self.generate if path == "/generate" else self.chat)(body)
+            finally:
+                server.request_finished()
+
+        def read_body(self):
+            """The request's body, sized by Content-Length or sent chunked (as a gateway that
+            streams requests sends it; uvicorn reads both)."""
+            if "chunked" not in (self.headers.get("Transfer-Encoding") or "").lower():
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            chunks = []
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass   # trailers
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
 
         def setup(self):
             super().setup()

@@ -339,6 +339,11 @@ def sglang_prunable(found, keep, in_use):
     return release.prunable(_plain(found), keep, _plain(in_use))
 
 
+def sglang_gateway_rejoin(drained, ended, rollback_gate=None):
+    """Whether the worker goes back into the gateway's rotation (deploy_plan.rejoin_gateway)."""
+    return deploy_plan.rejoin_gateway(_plain(drained), _plain(ended), _plain(rollback_gate))
+
+
 def sglang_install_source(install, wheelhouse=""):
     """Where a release build installs from (the package index, the wheelhouse, git), for its failures."""
     return release.install_source(_plain(install) or {}, wheelhouse)
@@ -363,6 +368,7 @@ class FilterModule(object):
             "sglang_config_id": sglang_config_id,
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_install_source": sglang_install_source,
+            "sglang_gateway_rejoin": sglang_gateway_rejoin,
             "sglang_rollback_plan": sglang_rollback_plan,
             "sglang_rollback_result": sglang_rollback_result,
             "sglang_deploy_outcome": sglang_deploy_outcome,

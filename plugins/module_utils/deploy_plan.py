@@ -260,6 +260,21 @@ def rollback_plan(facts, host, unit, unit_path, state_dir):
     return {"restore": not serving}
 
 
+def rejoin_gateway(drained, ended, rollback_gate):
+    """Whether the worker goes back into the gateway's rotation: only when this run took it
+    out (`drained`, the sglang_gateway result) and the host now serves, healthy: the new server
+    passed the gates, or the known-good is proven healthy again, or the deploy stopped before it
+    restarted anything. (Check mode's outcome is `check`: nothing to put back.)"""
+    if not ran(drained) or drained.get("failed"):
+        return False
+    outcome = (ended or {}).get("outcome")
+    if outcome in (DEPLOYED, UNCHANGED):
+        return True
+    if outcome == ROLLED_BACK:
+        return (rollback_gate or {}).get("state") == "healthy"
+    return outcome == FAILED and not (ended or {}).get("rollback")
+
+
 def would_change(write, write_paths, restart, unit, adopt=None):
     """What a deploy would do, said in check mode (where it does nothing)."""
     steps = ["keep %s as the known-good, stop and disable it" % adopt] if adopt else []

@@ -402,3 +402,24 @@ def test_rollback_without_a_known_good_says_so():
     with pytest.raises(dp.InputError) as err:
         dp.rollback_plan(facts(known_good=False), "ct200", "sglang.service", UNIT, "/etc/sglang")
     assert "ct200: NO KNOWN-GOOD SERVICE on this host (/etc/sglang/known-good/ is empty)" in str(err.value)
+
+
+DRAINED = {"changed": True, "cut": 0, "msg": "http://w: out of rotation, 0 requests in flight after 1.0 s"}
+
+
+@pytest.mark.parametrize("drained, ended, rollback_gate, rejoin", [
+    (DRAINED, {"outcome": "deployed"}, {}, True),
+    (DRAINED, {"outcome": "unchanged"}, {}, True),
+    (DRAINED, {"outcome": "rolled_back", "rollback": True}, {"state": "healthy"}, True),
+    (DRAINED, {"outcome": "rolled_back", "rollback": True}, {"state": "failed"}, False),
+    (DRAINED, {"outcome": "rolled_back", "rollback": True}, {}, False),
+    (DRAINED, {"outcome": "failed", "rollback": False}, {}, True),
+    (DRAINED, {"outcome": "check"}, {}, False),
+    ({"skipped": True}, {"outcome": "deployed"}, {}, False),
+    (dict(DRAINED, failed=True), {"outcome": "deployed"}, {}, False),
+    (None, {"outcome": "deployed"}, {}, False),
+], ids=["deployed", "unchanged", "rolled back, known-good healthy", "rolled back, known-good not healthy",
+        "rolled back, known-good not started", "stopped before the restart: the old server serves", "check mode",
+        "not drained (no restart)", "the gateway could not be reached", "no gateway"])
+def test_rejoin_gateway(drained, ended, rollback_gate, rejoin):
+    assert dp.rejoin_gateway(drained, ended, rollback_gate) is rejoin

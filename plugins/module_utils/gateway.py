@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The SGLang Model Gateway's worker API (smg, successor of sglang-router), and what a
+worker's own /v1/loads says is in flight (private to this collection; pure, no Ansible imports).
+
+smg 1.13: `GET /workers` lists {id, url, is_healthy, status (ready, draining, ...)}; `DELETE
+/workers/{id}` queues the removal (202; the worker shows `draining` for a few seconds, then is
+gone); `POST /workers {"url"}` queues an addition (202; 409 WORKER_ALREADY_EXISTS while the
+old entry is still there). SGLang 0.5.23's `GET /v1/loads?include=core` gives each DP rank's
+num_running_reqs and num_waiting_reqs."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+READY = "ready"
+
+
+def find_worker(listing, worker_url):
+    """The gateway's entry for `worker_url` (trailing slashes ignored), or None."""
+    wanted = (worker_url or "").rstrip("/")
+    for worker in (listing or {}).get("workers") or ():
+        if (worker.get("url") or "").rstrip("/") == wanted:
+            return worker
+    return None
+
+
+def in_rotation(worker):
+    """Whether the gateway routes to this entry."""
+    return bool(worker) and bool(worker.get("is_healthy")) and worker.get("status", READY) == READY
+
+
+def in_flight(loads):
+    """Requests a worker has in flight, from its /v1/loads answer (every DP rank's running
+    and waiting requests); None when the answer says nothing."""
+    ranks = (loads or {}).get("loads")
+    if not isinstance(ranks, list):
+        return None
+    return sum(int(rank.get("num_running_reqs") or 0) + int(rank.get("num_waiting_reqs") or 0) for rank in ranks)
+
+
+def error_text(status, body):
+    """The gateway's own error ({"error", "code"}), else the HTTP status and body."""
+    if isinstance(body, dict) and body.get("error"):
+        return "%s (%s, HTTP %s)" % (body["error"], body.get("code", "?"), status)
+    return "HTTP %s: %s" % (status, str(body)[:300] if body else "no body")

@@ -1,0 +1,46 @@
+"""The gateway's worker listing and a worker's /v1/loads (module_utils/gateway.py) as data tables."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils.gateway import (
+    error_text, find_worker, in_flight, in_rotation,
+)
+
+LISTING = {"workers": [{"id": "a", "url": "http://198.18.1.2:30000", "is_healthy": True, "status": "ready"},
+                       {"id": "b", "url": "http://198.18.1.3:30000/", "is_healthy": False, "status": "draining"}],
+           "total": 2}
+
+
+@pytest.mark.parametrize("url, found", [
+    ("http://198.18.1.2:30000", "a"), ("http://198.18.1.3:30000", "b"), ("http://198.18.1.2:30000/", "a"),
+    ("http://198.18.1.9:30000", None),
+], ids=["listed", "a trailing slash in the listing", "a trailing slash asked", "not listed"])
+def test_find_worker(url, found):
+    worker = find_worker(LISTING, url)
+    assert (worker or {}).get("id") == found
+
+
+@pytest.mark.parametrize("worker, routed", [
+    (LISTING["workers"][0], True), (LISTING["workers"][1], False), (None, False),
+    ({"is_healthy": True, "status": "pending"}, False),
+])
+def test_in_rotation(worker, routed):
+    assert in_rotation(worker) is routed
+
+
+@pytest.mark.parametrize("loads, count", [
+    ({"loads": [{"dp_rank": 0, "num_running_reqs": 3, "num_waiting_reqs": 2}]}, 5),
+    ({"loads": [{"dp_rank": 0, "num_running_reqs": 1}, {"dp_rank": 1, "num_running_reqs": 2}]}, 3),
+    ({"loads": []}, 0),
+    ({"detail": "Not Found"}, None),
+    (None, None),
+], ids=["running and waiting", "every DP rank", "no rank", "no loads endpoint", "no answer"])
+def test_in_flight(loads, count):
+    assert in_flight(loads) == count
+
+
+def test_the_gateways_own_error_is_kept():
+    body = {"error": "Worker already exists at URL 'http://w'", "code": "WORKER_ALREADY_EXISTS"}
+    assert error_text(409, body) == "Worker already exists at URL 'http://w' (WORKER_ALREADY_EXISTS, HTTP 409)"
+    assert error_text(502, "Bad Gateway") == "HTTP 502: Bad Gateway"
