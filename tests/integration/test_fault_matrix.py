@@ -3,8 +3,10 @@ ends serving a healthy server, that what ran before (unit, env, release) is byte
 afterwards and is the known-good, that the recorded cause is the right one, and that the
 play's outcome is right (a rolled-back deploy fails the play).
 
-The rows on a host that runs a hand-made unit are test_adoption.py (their own worker). Rows
-not here live beside the feature they test: a patch that does not apply
+The rows on a host that runs a hand-made unit are test_adoption.py (their own worker); a flag
+the real SGLang parser rejects is test_real_checker.py; a switch and a rollback behind the SGLang
+Model Gateway are test_gateway.py. Rows not here live beside the feature they test: a GPU
+tenant (test_deploy.py::test_a_gpu_tenant_stops_the_deploy_until_it_is_released), a patch that does not apply
 (test_deploy.py::test_patch_that_does_not_apply_changes_nothing), no known-good present
 (test_deploy.py::test_failed_deploy_without_known_good_says_so_and_leaves_the_unit_stopped)
 and the bad-input rows (test_deploy.py::test_bad_input_fails_before_anything_changes).
