@@ -131,33 +131,33 @@ def deploy_through(fleet, inventory, playbook, host, **extra):
                         inventory=(LAB_INVENTORY, str(fleet["inventories"][inventory])), extra_vars=extra or None)
 
 
-def test_a_variant_switch_behind_the_gateway_fails_no_request(fleet):
-    host = fleet["lab"]["ct200"]
+def test_a_switch_and_a_rollback_behind_the_gateway_fail_no_request_and_without_the_drain_some_fail(fleet):
+    """One test, so the fleet behind the gateway is set up once (under pytest-xdist a module's
+    fixtures may be set up again between its tests)."""
+    ct200, ct129 = fleet["lab"]["ct200"], fleet["lab"]["ct129"]
+    # A variant switch, drained through the gateway: no request fails.
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "gateway", "deploy", "ct200", sglang_variant="dflash")
-    assert proc.returncode == 0 and report(host)["outcome"] == "deployed", proc.stdout[-3000:]
+    assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed == 0 and load.sent > 20, (load.sent, load.failed, load.errors[:3])
-    drained = report(host)["gateway"]["drained"]
+    drained = report(ct200)["gateway"]["drained"]
     assert drained["cut"] == 0 and "out of rotation, 0 requests in flight after" in drained["msg"], drained
-    assert report(host)["gateway"]["rejoined"]["msg"].endswith("back in rotation")
+    assert report(ct200)["gateway"]["rejoined"]["msg"].endswith("back in rotation")
     assert sorted(workers(fleet["gateway"]).values()) == [(True, "ready")] * 2, "both hosts back behind the gateway"
 
-
-def test_a_rollback_behind_the_gateway_fails_no_request_and_the_known_good_goes_back(fleet):
-    host = fleet["lab"]["ct129"]
+    # A rollback, drained: no request fails, and the known-good goes back into rotation.
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "gateway", "deploy_ddtree", "ct129", gpu_preflight_check_fit=False,
                               sglang_retry_rolled_back=True)
-    rep = report(host)
+    rep = report(ct129)
     assert proc.returncode != 0 and rep["outcome"] == "rolled_back" and rep["cause"] == "kv_pool_oom", rep["diagnosis"]
     assert load.failed == 0, (load.sent, load.failed, load.errors[:3])
     assert rep["gateway"]["rejoined"]["msg"].endswith("back in rotation"), rep["gateway"]
     assert sorted(workers(fleet["gateway"]).values()) == [(True, "ready")] * 2
 
-
-def test_without_the_drain_the_same_switch_fails_requests(fleet):
-    """The control: the load would see a failure if there were one."""
+    # The control, the same kind of switch without the gateway option: the load would see a
+    # failure if there were one.
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "plain", "deploy_nextn", "ct200")
-    assert proc.returncode == 0 and report(fleet["lab"]["ct200"])["outcome"] == "deployed", proc.stdout[-3000:]
+    assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)

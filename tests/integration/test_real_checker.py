@@ -4,7 +4,7 @@ imports, from the controller's wheelhouse (make checker-wheelhouse); the deploy 
 the shipped roles/sglang_service/files/validate_server_args.py, exactly as production does.
 Only the checker changes: the stand-in still serves.
 
-The second test is a fault-matrix row: a flag the real parser rejects stops the deploy before
+Its second half is a fault-matrix row: a flag the real parser rejects stops the deploy before
 the running service is touched, with SGLang's own message.
 """
 from __future__ import annotations
@@ -32,43 +32,37 @@ SGLANGS_WORDS = ("sglang serve: error: ambiguous option: --cuda-graph-max-bs cou
                  "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill")
 
 
-@pytest.fixture(scope="module")
-def host(lab):
+def test_the_real_parser_on_a_host_accepts_the_deploy_and_stops_a_flag_it_rejects(lab):
+    """One test, so the release (torch and triton included) is built once per run: under
+    pytest-xdist a module's fixtures may be set up again between its tests."""
     host = lab["ct129"]
     reset_service(host)
-    yield host
-    reset_service(host)
+    try:
+        # Accepted: NEXTN on the real-checker release, healthy; the stand-in serves.
+        proc = deploy("deploy_nextn", host, **REAL_CHECKER)
+        assert proc.returncode == 0 and report(host)["outcome"] == "deployed", proc.stdout[-3000:]
+        release = report(host)["release"]
+        versions = host.run([release + "/bin/python", "-c",
+                             "import torch, sglang; print(torch.__version__, sglang.__version__)"]).stdout.split()
+        assert versions == ["2.13.0+cpu", "0.5.23"], "the real SGLang and its parser's packages"
+        assert healthy(host)
+        # What the deploy ran, run again by hand: the shipped script, in the release, on the host.
+        accepted = host.run([release + "/bin/python", CHECKER_PATH, "--model-path", "/models/Qwen3.6-27B",
+                             "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path",
+                             "/models/Qwen3.6-27B-DFlash", "--speculative-num-draft-tokens", "16",
+                             "--speculative-ddtree-budget", "64"], check=False)
+        assert accepted.returncode == 0 and accepted.stdout.strip() == "accepted", "the DDTree patches are applied"
+        rejected = host.run([release + "/bin/python", CHECKER_PATH, "--model-path", "/m", "--cuda-graph-max-bs", "16"],
+                            check=False)
+        assert rejected.returncode == 2 and rejected.stderr.strip().splitlines()[-1] == SGLANGS_WORDS, rejected.stderr
 
-
-@pytest.fixture
-def nextn_checked(host):
-    """NEXTN on the real-checker release, healthy (the first call builds the release)."""
-    proc = deploy("deploy_nextn", host, **REAL_CHECKER)
-    assert proc.returncode == 0 and report(host)["outcome"] in ("deployed", "unchanged"), proc.stdout[-3000:]
-    return report(host)
-
-
-def test_the_real_parser_accepts_the_deploy_and_the_stand_in_serves(host, nextn_checked):
-    release = nextn_checked["release"]
-    torch = host.run([release + "/bin/python", "-c", "import torch, sglang; print(torch.__version__, sglang.__version__)"])
-    assert torch.stdout.split() == ["2.13.0+cpu", "0.5.23"], "the real SGLang and its parser's packages"
-    assert healthy(host)
-    # What the deploy ran, run again by hand: the shipped script, in the release, on the host.
-    accepted = host.run([release + "/bin/python", CHECKER_PATH, "--model-path", "/models/Qwen3.6-27B",
-                         "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path",
-                         "/models/Qwen3.6-27B-DFlash", "--speculative-num-draft-tokens", "16",
-                         "--speculative-ddtree-budget", "64"], check=False)
-    assert accepted.returncode == 0 and accepted.stdout.strip() == "accepted", "the DDTree patches are applied"
-    rejected = host.run([release + "/bin/python", CHECKER_PATH, "--model-path", "/m", "--cuda-graph-max-bs", "16"],
-                        check=False)
-    assert rejected.returncode == 2 and rejected.stderr.strip().splitlines()[-1] == SGLANGS_WORDS, rejected.stderr
-
-
-def test_a_flag_the_real_parser_rejects_stops_the_deploy_before_the_service_is_touched(host, nextn_checked):
-    running = invocation(host)
-    proc = deploy("deploy_nextn", host, **REAL_CHECKER, **OLD_FLAG)
-    rep = report(host)
-    assert proc.returncode != 0 and rep["outcome"] == "failed" and rep["cause"] == "bad_argument", rep["diagnosis"]
-    assert "rejects the nextn command line; the running service was not touched: " + SGLANGS_WORDS in rep["diagnosis"]
-    assert rep["release"] == nextn_checked["release"], "validated by the real-checker release"
-    assert invocation(host) == running and healthy(host)
+        # The fault-matrix row: rejected before the running service is touched, in SGLang's words.
+        running = invocation(host)
+        proc = deploy("deploy_nextn", host, **REAL_CHECKER, **OLD_FLAG)
+        rep = report(host)
+        assert proc.returncode != 0 and rep["outcome"] == "failed" and rep["cause"] == "bad_argument", rep["diagnosis"]
+        assert "rejects the nextn command line; the running service was not touched: " + SGLANGS_WORDS in rep["diagnosis"]
+        assert rep["release"] == release, "validated by the real-checker release"
+        assert invocation(host) == running and healthy(host)
+    finally:
+        reset_service(host)
