@@ -40,7 +40,7 @@ PY = ["/opt/sglang/bin/python", "-m"]
 @pytest.mark.parametrize("argv, address", [
     (PY + ["sglang.launch_server", "--model-path", "/m"], ("127.0.0.1", 30000)),
     (PY + ["sglang.launch_server", "--host", "0.0.0.0", "--port", "30010"], ("127.0.0.1", 30010)),
-    (PY + ["sglang.launch_server", "--host=10.1.2.3", "--port=8000"], ("10.1.2.3", 8000)),
+    (PY + ["sglang.launch_server", "--host=192.0.2.3", "--port=8000"], ("192.0.2.3", 8000)),
     (PY + ["sglang.launch_server", "--port", "${PORT}"], ("127.0.0.1", None)),
 ], ids=["SGLang's defaults", "all addresses: asked on loopback", "--opt=value", "a variable: unknown"])
 def test_server_address(argv, address):
