@@ -127,7 +127,7 @@ lab-reset: deps venv  ## from whatever state a previous run left: remove, then s
 lab-status: venv
 	$(LAB) status
 
-demo: lab-up lab-wheelhouse  ## set up everything and deploy DDTree to ct200 in the lab
+demo: lab-up lab-wheelhouse  ## set up everything, then play the incident on the lab in five steps
 	bash lab/demo.sh
 
 unit: venv  ## unit tests of the pure code

@@ -1,17 +1,69 @@
 #!/usr/bin/env bash
-# `make demo`, once the lab is up: deploy DDTree to ct200 in the lab and show the result.
+# `make demo`, once the lab is up: the incident, played on the lab in five steps.
+# A second `make demo` plays it again from the start: step 1 removes the lab hosts' SGLang
+# service, state and reports (the releases stay built) before it deploys NEXTN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "demo: ansible-playbook -i inventory/lab playbooks/deploy_ddtree.yml -l ct200"
-rc=0
-.venv/bin/ansible-playbook -i inventory/lab playbooks/deploy_ddtree.yml -l ct200 || rc=$?
-echo
-echo "== result (reports/ct200/latest.txt) =="
-cat reports/ct200/latest.txt
-echo
-echo "== status (playbooks/status.yml) =="
+export ANSIBLE_CONFIG="$PWD/ansible.cfg" INFEROPS_REPORT_DIR="$PWD/reports"
+PLAY=(.venv/bin/ansible-playbook -i inventory/lab)
+started=$SECONDS
+
+step() {  # step N "what it shows"
+  echo
+  echo "=== step $1 of 5: $2 ($((SECONDS - started)) s in) ==="
+}
+
+run() {  # run ARGS...: print the command, run it, keep going whatever it returns
+  local shown="" arg
+  for arg in "$@"; do
+    if [[ $arg == *[[:space:]\"]* ]]; then shown+=" '${arg//$'\n'/ }'"; else shown+=" $arg"; fi
+  done
+  echo "\$ ansible-playbook -i inventory/lab${shown}"
+  "${PLAY[@]}" "$@" > "build/demo-step.log" 2>&1 || true
+  # The fleet summary and the recap are what an operator reads first.
+  sed -n '/^PLAY RECAP/,$p' build/demo-step.log
+}
+
+diagnosis() {  # diagnosis HOST OUTCOME CAUSE: show the report; stop the demo unless it ended so
+  echo "--- reports/$1/latest.txt ---"
+  cat "reports/$1/latest.txt"
+  .venv/bin/python - "$@" <<'CHECK'
+import json, sys
+host, outcome, cause = sys.argv[1], sys.argv[2], sys.argv[3] or None
+report = json.load(open("reports/%s/latest.json" % host))
+if (report["outcome"], report["cause"]) != (outcome, cause):
+    sys.exit("demo: %s ended %s (%s), not %s (%s) as the incident did" % (host, report["outcome"], report["cause"],
+                                                                        outcome, cause))
+CHECK
+}
+
+mkdir -p build
+step 1 "NEXTN on ct129 (RTX A6000) and ct200 (RTX PRO 6000 Blackwell), proven healthy"
+.venv/bin/python lab/labctl.py reset ct129 ct200
+rm -rf reports/ct129 reports/ct200
+run playbooks/deploy_nextn.yml -l ct129,ct200 -e sglang_serial=0
+diagnosis ct129 deployed ""
+diagnosis ct200 deployed ""
+
+step 2 "DDTree on ct129: it fails, the cause is named in seconds, NEXTN is restored"
+run playbooks/deploy_ddtree.yml -l ct129
+diagnosis ct129 rolled_back kv_pool_oom
+
+step 3 "DDTree on ct129 again, with the incident's second envelope (0.95, 32768, 4)"
+# (The preflight's memory estimate is a lower bound; it is skipped so that SGLang itself meets the limit.)
+overrides='{"mem_fraction_static": 0.95, "context_length": 32768, "max_running_requests": 4}'
+run playbooks/deploy_ddtree.yml -l ct129 -e "{\"sglang_envelope_overrides\": $overrides, \"gpu_preflight_check_fit\": false}"
+diagnosis ct129 rolled_back cuda_graph_failed
+
+step 4 "DDTree on ct200: kept, measured faster than the known-good NEXTN"
+run playbooks/deploy_ddtree.yml -l ct200
+diagnosis ct200 deployed ""
+
+step 5 "status of both hosts, in full"
+echo "\$ ansible-playbook -i inventory/lab playbooks/status.yml -l ct129,ct200"
 # The whole status message, every line of it (the JSON callback keeps it in one field).
 ANSIBLE_STDOUT_CALLBACK=ansible.posix.json ANSIBLE_LOAD_CALLBACK_PLUGINS=1 \
-  .venv/bin/ansible-playbook -i inventory/lab playbooks/status.yml -l ct200 \
+  "${PLAY[@]}" playbooks/status.yml -l ct129,ct200 \
   | .venv/bin/python lab/show_messages.py "Show the status" || true
-exit "$rc"
+echo
+echo "demo: the five steps took $((SECONDS - started)) s"

@@ -15,6 +15,8 @@
                                      each of those GPUs (under a transient unit, or none)
                                      until `release`; fails as CUDA does when it is not free
     labctl.py release HOST           stop HOST's tenants and reset its GPUs: held memory comes back
+    labctl.py reset HOST...          remove each HOST's SGLang service, its state and its faults
+                                     (the releases built there stay): a host as before a deploy
 
 GPU memory is shared state on a host (sglang_sim/gpu.py): every process that uses a GPU
 (the stand-in, a tenant) holds its memory while it runs, and the lab's nvidia-smi reports
@@ -563,6 +565,19 @@ def cmd_release(name: str) -> int:
     return 0
 
 
+# What `reset` runs in a host (the tests reset hosts the same way between scenarios).
+RESET_SERVICE = ("systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
+                 "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang; systemctl daemon-reload; "
+                 "rm -f /etc/inferops-lab/faults.json")
+
+
+def cmd_reset(names: list[str]) -> int:
+    for name in names:
+        podman("exec", PREFIX + name, "sh", "-c", RESET_SERVICE)
+        print("lab: %s: no SGLang service, state or faults (releases kept)" % name)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -587,6 +602,8 @@ def main(argv: list[str]) -> int:
     occupy.add_argument("--no-unit", action="store_false", dest="unit", help="run outside any systemd unit")
     release = sub.add_parser("release", help="stop the host's GPU tenants")
     release.add_argument("host")
+    reset = sub.add_parser("reset", help="remove the hosts' SGLang service, state and faults (releases stay)")
+    reset.add_argument("hosts", nargs="+")
     gpus = sub.add_parser("gpus", help="print the GPU file for a class (for tests)")
     gpus.add_argument("cls")
     gpus.add_argument("--count", type=int)
@@ -610,6 +627,8 @@ def main(argv: list[str]) -> int:
             return cmd_occupy(args.host, args.gpus, args.mib, args.unit)
         if args.cmd == "release":
             return cmd_release(args.host)
+        if args.cmd == "reset":
+            return cmd_reset(args.hosts)
         return cmd_status()
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+from lab.labctl import RESET_SERVICE
 from tests.integration.ansible_run import run_playbook
 from tests.integration.labhost import REPORTS
 
@@ -12,9 +13,7 @@ UNIT = "/etc/systemd/system/sglang.service"
 
 def reset_service(host):
     """A host with no SGLang service: unit, state and reports gone (releases are kept)."""
-    host.run("systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
-             "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang; systemctl daemon-reload; "
-             "rm -f /etc/inferops-lab/faults.json")
+    host.run(RESET_SERVICE)
     subprocess.run(["rm", "-rf", str(REPORTS / host.name)], check=True)
 
 
