@@ -27,6 +27,8 @@ sys.path.insert(0, str(REPO))
 os.environ.update(INFEROPS_LAB_TIMINGS=str(REPO / "lab" / "sim_defaults.json"), INFEROPS_LAB_SETTLE="7",
                   INFEROPS_LAB_PREFIX="inferops-")
 from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa: E402
+from lab.labctl import RESET_SERVICE  # noqa: E402
+from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "5"))
@@ -137,9 +139,7 @@ def naive_wait(retries):
 def reset_to_nextn(hosts):
     """Hosts serving NEXTN from a clean state (releases are kept: they are not what is measured)."""
     for host in hosts:
-        host.run("systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
-                 "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang "
-                 "/etc/inferops-lab/faults.json; systemctl daemon-reload")
+        host.run(RESET_SERVICE)
     proc = playbook("playbooks/deploy_nextn.yml", [h.name for h in hosts], sglang_serial=0)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
@@ -154,10 +154,12 @@ def reach_over_ssh():
     SSH_INVENTORY.write_text(labctl("inventory", "--ssh").stdout)
 
 
-def playbook(path, names, **extra_vars):
-    """One ansible-playbook run, timed from outside (the operator's wall clock)."""
+def playbook(path, names, inventory=None, **extra_vars):
+    """One ansible-playbook run, timed from outside (the operator's wall clock). `inventory`:
+    one more source, for the hosts' own variables."""
     # The SSH inventory comes last so that its connection settings win over the lab's default.
-    cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "lab"), "-i", str(SSH_INVENTORY), path,
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "lab"),
+           *(["-i", str(inventory)] if inventory else []), "-i", str(SSH_INVENTORY), path,
            "-l", ",".join(names), "-f", str(max(5, len(names)))]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
@@ -310,7 +312,7 @@ def tasks_run(proc):
 
 
 FLEET = ["fleet%02d" % i for i in range(1, 17)]
-ALL_ROWS = {"journal", "detection", "rollback", "idempotent", "fleet"}
+ALL_ROWS = {"journal", "detection", "rollback", "idempotent", "fleet", "gateway"}
 NOTES = """Notes: lab hosts are podman containers on this machine; the stand-in starts in a fixed ~5 s
 (lab/sim_defaults.json) and the deploy gate settles 7 s (inventory/lab). The playbook rows reach
 the hosts as production is reached: SSH with ControlPersist and pipelining (`labctl inventory
@@ -350,7 +352,7 @@ def bench_fleet():
             names = FLEET[:size]
             # The perf gate's load is the hosts' own work; on two shared cores it would
             # measure the lab, not the collection, so the fleet row deploys without it.
-            proc = playbook("playbooks/deploy_ddtree.yml", names, sglang_serial=0,
+            proc = playbook("playbooks/deploy_ddtree.yml", names, sglang_serial=0, sglang_canary=False,
                             sglang_perf_gate={"enabled": False})
             assert proc.returncode == 0, proc.stdout[-3000:]
             runs.append(proc)
@@ -371,7 +373,7 @@ def bench_rolling(hosts):
     hosts[1].put("/etc/inferops-lab/faults.json", json.dumps(
         {"oom_kill": "memory_pool", "oom_kill_target": "scheduler", "only_algorithm": "DDTREE"}))
     untouched = invocation(hosts[3])
-    proc = playbook("playbooks/deploy_ddtree.yml", names, sglang_serial=[1, "50%"],
+    proc = playbook("playbooks/deploy_ddtree.yml", names, sglang_serial=[1, "50%"], sglang_canary=False,
                     sglang_max_fail_percentage=0, sglang_perf_gate={"enabled": False}, sglang_retry_rolled_back=True)
     hosts[1].run("rm -f /etc/inferops-lab/faults.json")
     units = {h.name: h.run(["cat", "/etc/systemd/system/sglang.service"]).stdout for h in hosts}
@@ -383,6 +385,89 @@ def bench_rolling(hosts):
               "last_batch_untouched": invocation(hosts[3]) == untouched, "all_healthy": all(healthy.values())}
     assert proc.returncode != 0 and result["last_batch_untouched"] and result["all_healthy"], result
     return result
+
+
+GATEWAY_FLEET = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell", "ct201": "blackwell"}
+BEFORE_S = 15   # the load's window before the deploy, for the latency it starts from
+
+
+def rollout(inventory, gateway_url, names, **extra):
+    """deploy_ddtree.yml (a canary per class) to the fleet under the bounded load through the
+    gateway: the load's figures, the play and each host's report and InvocationID."""
+    hosts = [LabHost(n) for n in names]
+    before = dict((h.name, invocation(h)) for h in hosts)
+    with Load(gateway_url) as load:
+        proc = playbook("playbooks/deploy_ddtree.yml", names, inventory=inventory, **extra)
+    reports = dict((n, bench_report(n)) for n in names)
+    return {"rc": proc.returncode, "wall": proc.wall, "sent": load.sent, "failed": load.failed,
+            "errors": load.errors[:3], "latency": load.latencies(), "stdout": proc.stdout,
+            "outcomes": dict((n, (r["outcome"], r["cause"])) for n, r in reports.items()),
+            "restarted": dict((h.name, invocation(h) != before[h.name]) for h in hosts),
+            "back_in_gateway": all_ready(gateway_url, len(names))}
+
+
+def bench_gateway():
+    """Four hosts (2 a6000, 2 blackwell) on NEXTN behind the real smg, a bounded load through
+    it: deploy_ddtree.yml with the canary and the drain, then the same without the drain."""
+    names = list(GATEWAY_FLEET)
+    labctl("up", *("%s:%s" % kv for kv in GATEWAY_FLEET.items()))
+    reach_over_ssh()
+    hosts = [LabHost(n) for n in names]
+    addresses = dict((n, labctl("address", n).stdout.strip()) for n in names)
+    placed = dict((n, (addresses[n], GATEWAY_FLEET[n])) for n in names)
+    folder = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    plain = folder / "plain.yml"
+    plain.write_text(host_inventory(placed))
+    for host in hosts:
+        host.run(RESET_SERVICE)
+    proc = playbook("playbooks/deploy_nextn.yml", names, inventory=plain, sglang_serial=0)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    with gateway(addresses, folder / "smg.log") as url:
+        drained = folder / "gateway.yml"
+        drained.write_text(host_inventory(placed, gateway=url))
+        with Load(url) as load:
+            time.sleep(BEFORE_S)
+        result = {"before": load.latencies(), "before_sent": load.sent, "before_failed": load.failed}
+        result["drain"] = rollout(drained, url, names)
+        # Back to NEXTN, out of the load, for the control.
+        back = playbook("playbooks/deploy_nextn.yml", ["ct200", "ct201"], inventory=plain, sglang_serial=0)
+        assert back.returncode == 0, back.stdout[-3000:]
+        result["plain"] = rollout(plain, url, names, sglang_retry_rolled_back=True)
+    summary = result["drain"].pop("stdout")
+    # (The folder relative to the checkout: the table is committed in bench/results.md.)
+    result["summary"] = summary[summary.index("SGLANG FLEET SUMMARY"):].replace(str(REPO) + "/", "").strip().splitlines()
+    result["plain"].pop("stdout")
+    for host in hosts:
+        host.run(RESET_SERVICE)
+    labctl("down", "ct130", "ct201")
+    reach_over_ssh()
+    drain = result["drain"]
+    assert drain["failed"] == 0 and drain["back_in_gateway"], drain
+    assert drain["outcomes"]["ct129"][0] == "rolled_back" and drain["outcomes"]["ct130"][0] == "skipped", drain
+    assert not drain["restarted"]["ct130"] and all(drain["outcomes"][n][0] == "deployed" for n in ("ct200", "ct201"))
+    return result
+
+
+def ms(seconds):
+    return "-" if seconds is None else "%.0f ms" % (seconds * 1000)
+
+
+def gateway_lines(row):
+    """The gateway row's table lines: the drained canary rollout, and the control."""
+    drain, plain, before = row["drain"], row["plain"], row["before"]
+    kept = ", ".join("%s %s" % (n, o[0] if not o[1] else "%s (%s)" % o) for n, o in sorted(drain["outcomes"].items()))
+    return [
+        "| gateway: `deploy_ddtree.yml` (canary per class, drain through the real `smg` 1.13, its retries off) to 4 "
+        "hosts (2 a6000, 2 blackwell) on NEXTN under load (8 streaming `/generate`, through the gateway) | sent %d, "
+        "failed %d in %.0f s; latency p50/p95 before %s / %s, during %s / %s; %s; ct130 restarted: %s; every host "
+        "back in the gateway: %s | failed must be 0 |" % (
+            drain["sent"], drain["failed"], drain["wall"], ms(before["p50"]), ms(before["p95"]),
+            ms(drain["latency"]["p50"]), ms(drain["latency"]["p95"]), kept, drain["restarted"]["ct130"],
+            drain["back_in_gateway"]),
+        "| gateway, the control: the same deploy without `sglang_gateway` (no drain), same load | sent %d, failed "
+        "%d in %.0f s | shows the load sees the failures a restart causes |" % (plain["sent"], plain["failed"],
+                                                                                plain["wall"]),
+    ]
 
 
 def progress(name, measure):
@@ -404,6 +489,7 @@ def main():
     rollback = progress("rollback", bench_rollback) if "rollback" in only else None
     idempotent = progress("idempotent", bench_idempotent) if "idempotent" in only else None
     fleet = progress("fleet", bench_fleet) if "fleet" in only else None
+    gateway_row = progress("gateway", bench_gateway) if "gateway" in only else None
     lines = ["# inferops.sglang benchmarks", "",
              "%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
              "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
@@ -452,7 +538,17 @@ def main():
                          "{:,}".format(row["lines"]), row["seconds"], row["reader_rss"], row["journalctl_rss"],
                          row["journalctl_seconds"], row["seconds"] / row["journalctl_seconds"],
                          (row["seconds"] / row["lines"]) / base, "; goal 100k <= 1 s" if row["lines"] == 100_000 else ""))
+    last = []
+    if gateway_row:
+        lines += gateway_lines(gateway_row)
+        drain, plain = gateway_row["drain"], gateway_row["plain"]
+        last = ["", "gateway rollout: sent %d, failed %d; without drain: sent %d, failed %d" % (
+            drain["sent"], drain["failed"], plain["sent"], plain["failed"])]
     text = "\n".join(lines) + "\n\n" + NOTES
+    if gateway_row:
+        text += "\nThe gateway rollout's fleet summary (the callback's table):\n\n" + "\n".join(
+            "    " + line for line in gateway_row["summary"]) + "\n"
+    text += "\n".join(last) + ("\n" if last else "")
     print(text)
     if only == ALL_ROWS and FLEET_SIZES == [1, 4, 8, 16]:
         (REPO / "bench" / "results.md").write_text(text)

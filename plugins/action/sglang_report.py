@@ -17,6 +17,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
+from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import row
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import read_json
 
 
@@ -47,13 +48,16 @@ class ActionModule(ActionBase):
         if missing:
             raise AnsibleActionFail("sglang_report needs %s" % ", ".join(missing))
         # Relative to where ansible-playbook runs, not to the (installed) collection.
-        folder = os.path.join(os.path.abspath(os.path.expanduser(args["dir"])),
-                              args.get("host") or task_vars.get("inventory_hostname"))
+        top = os.path.abspath(os.path.expanduser(args["dir"]))
+        folder = os.path.join(top, args.get("host") or task_vars.get("inventory_hostname"))
         if args.get("read"):
             result.update(changed=False, report=read_json(os.path.join(folder, "latest.json")))
             return result
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        data = json.dumps(args["report"], indent=4, sort_keys=True, default=str) + "\n"
+        report = dict(args["report"])
+        if args.get("started") not in (None, ""):
+            report["seconds"] = round(time.time() - float(args["started"]), 1)
+        data = json.dumps(report, indent=4, sort_keys=True, default=str) + "\n"
         text = args["text"].rstrip("\n") + "\n"
         try:
             if not os.path.isdir(folder):
@@ -65,7 +69,9 @@ class ActionModule(ActionBase):
                 write_atomically(paths[-1], content)
         except OSError as exc:
             raise AnsibleActionFail("could not write the report in %s: %s" % (folder, exc))
-        result.update(changed=False, paths=paths, msg=args["text"])
+        summary = row(report)
+        result.update(changed=False, paths=paths, msg=args["text"], summary=summary, dir=top,
+                      ansible_facts={"sglang_deploy": summary})
         if boolean(args.get("fail", False), strict=True):
             result["failed"] = True
         return result

@@ -10,7 +10,7 @@ __metaclass__ = type
 # Each filter has its own documentation beside this file: plugins/filter/<filter>.yml.
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, release
+from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, release
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.memory_fit import estimate, explain
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import FAILING_VERDICTS, settle_baseline
@@ -344,6 +344,32 @@ def sglang_gateway_rejoin(drained, ended, rollback_gate=None):
     return deploy_plan.rejoin_gateway(_plain(drained), _plain(ended), _plain(rollback_gate))
 
 
+def sglang_class_group(host_class):
+    """The inventory group of a host class's hosts in a deploy (canary.class_group)."""
+    return canary.class_group(str(host_class or ""))
+
+
+def sglang_deploy_phase(host, host_class, play_hosts, groups, enabled=False):
+    """Which group a host deploys in: its class's canary or the rest (canary.phase)."""
+    members = (groups or {}).get(canary.class_group(str(host_class or "")), [])
+    return canary.phase(str(host), str(host_class or ""), [str(h) for h in play_hosts], [str(h) for h in members],
+                        bool(enabled))
+
+
+def sglang_canary_verdict(host, host_class, groups, hostvars):
+    """Whether a host goes on after its class's canary (canary.verdict): the canary is the one
+    host of its class's canary group; what it ended with is its sglang_deploy fact, or the
+    failure its play kept."""
+    names = [str(h) for h in (groups or {}).get(canary.canary_group(str(host_class or "")), [])]
+    name = names[0] if names else None
+    if name is None or name == str(host):
+        return canary.verdict(None, None)
+    there = hostvars[name]
+    facts = _plain(there.get("ansible_facts") or {})
+    failure = _plain(there.get("__sglang_deploy_failure")) or {}
+    return canary.verdict(name, facts.get("sglang_deploy") or failure.get("summary"), failure.get("msg"))
+
+
 def sglang_install_source(install, wheelhouse=""):
     """Where a release build installs from (the package index, the wheelhouse, git), for its failures."""
     return release.install_source(_plain(install) or {}, wheelhouse)
@@ -369,6 +395,9 @@ class FilterModule(object):
             "sglang_deploy_plan": sglang_deploy_plan,
             "sglang_install_source": sglang_install_source,
             "sglang_gateway_rejoin": sglang_gateway_rejoin,
+            "sglang_class_group": sglang_class_group,
+            "sglang_deploy_phase": sglang_deploy_phase,
+            "sglang_canary_verdict": sglang_canary_verdict,
             "sglang_rollback_plan": sglang_rollback_plan,
             "sglang_rollback_result": sglang_rollback_result,
             "sglang_deploy_outcome": sglang_deploy_outcome,

@@ -230,6 +230,8 @@ def plan(wants, facts):
         "baseline_url": re_base(adopt["url"] if adopt else facts.get("url")),
         "recorded_baseline": recorded,
         "running_variant": (adopt or facts.get("deployed") or {}).get("variant") or "known-good",
+        # What the host ran before this deploy, for the report and the fleet summary (None: nothing of ours).
+        "before": (adopt or facts.get("deployed") or {}).get("variant"),
         "restart": restart,
         "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service"),
                               adopt["unit"] if adopt and go else None),

@@ -18,6 +18,9 @@ description:
   - Runs on the controller only (an action plugin); nothing is sent to the host.
   - A relative O(dir) is taken from the folder C(ansible-playbook) runs in, so reports land
     beside where the user runs from, wherever the collection is installed.
+  - Returns the host's row of the fleet summary as RV(summary) and as the fact
+    C(sglang_deploy) (so a later play, a class's other hosts after its canary, reads how
+    this host's deploy ended); the M(inferops.sglang.fleet_summary) callback prints it.
   - With O(read=true) it writes nothing and returns the host's C(latest.json) as RV(report)
     (playbooks/status.yml reads the last deploy so).
 author:
@@ -43,6 +46,11 @@ options:
   text:
     description: The short diagnosis, written as text and returned as RV(msg). Required unless O(read=true).
     type: str
+  started:
+    description:
+      - When this host's deploy started, in seconds since the epoch; the report then records
+        C(seconds), how long the deploy took until its report.
+    type: float
   fail:
     description:
       - Fail the task once the report is written, with O(text) as its message (the deploy
@@ -79,6 +87,7 @@ EXAMPLES = r"""
     name: ddtree
     report: {outcome: rolled_back}
     text: "ct200: DDTREE ROLLED BACK (kv_pool_oom) ..."
+    started: "{{ deploy_started }}"
     fail: true
 
 - name: Read the last report
@@ -100,6 +109,22 @@ msg:
   returned: when written
   type: str
   sample: "ct200: DDTREE deployed, healthy in 6.1 s"
+summary:
+  description: The host's row of the fleet summary (what the deploy changed, how it ended, why, in how long).
+  returned: when written
+  type: dict
+  sample: {host: ct200, class: blackwell, before: nextn, after: ddtree, variant: ddtree, outcome: deployed,
+           cause: null, ratio: 1.24, seconds: 41.2}
+dir:
+  description: The reports folder, absolute (the fleet summary's JSON goes there).
+  returned: when written
+  type: str
+  sample: /srv/ops/reports
+ansible_facts:
+  description: The fact C(sglang_deploy), the same as RV(summary).
+  returned: when written
+  type: dict
+  sample: {sglang_deploy: {host: ct200, outcome: deployed, cause: null}}
 report:
   description: The host's last report (C(latest.json)), or null when there is none.
   returned: with O(read=true)

@@ -17,6 +17,8 @@ def _env(extra=None):
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                CONTAINERS_CONF=str(REPO / "lab" / "containers.conf"))
+    # (A host first named by an inventory of a test's own would look for it beside that one.)
+    env.setdefault("INFEROPS_WHEELHOUSE", str(REPO / "build" / "wheelhouse"))
     env.update(extra or {})
     return env
 

@@ -1,140 +1,63 @@
-"""Zero failed requests while a host behind the real SGLang Model Gateway (smg, PyPI) changes
-variant: the deploy takes the worker out of the gateway's rotation, waits for its requests in
-flight to finish (read from the worker's /v1/loads), restarts, gates, and puts it back. The
-gateway runs on the controller, on the lab network, with its own retries off, in front of
-ct129 and ct200; a bounded load (8 streams, through the gateway, lab addresses only) runs for
-as long as each deploy takes. The control, the same switch without the gateway option, shows
-that the load sees the failures a restart causes.
+"""Zero failed requests while hosts behind the real SGLang Model Gateway (smg, PyPI) change
+variant: the deploy takes each worker out of the gateway's rotation, waits for its requests
+in flight to finish (read from the worker's /v1/loads), restarts, gates, and puts it back.
+The gateway runs on the controller, on the lab network, with its own retries off, in front
+of ct129 and ct130 (a6000) and ct200 (blackwell); a bounded load (8 streams, through the
+gateway, lab addresses only) runs for as long as each deploy takes. DDTree with its canary
+per class rolls back on ct129, leaves ct130 untouched and in rotation, and is kept on ct200.
+The control, the same kind of switch without the gateway option, shows that the load sees
+the failures a restart causes. An operator's rollback (playbooks/rollback.yml) drains too.
 """
 from __future__ import annotations
 
 import json
-import subprocess
-import threading
-import time
-import urllib.request
 
 import pytest
 
-from tests.integration.ansible_run import BIN, LAB_INVENTORY, run_playbook
-from tests.integration.deploying import report, reset_service
-from tests.integration.labhost import labctl
+from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
+from tests.integration.deploying import invocation, report, reset_service
+from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory
+from tests.integration.labhost import REPORTS, LabHost, labctl
 
 pytestmark = pytest.mark.xdist_group("gateway")
 
-PORT = 38000
-CONCURRENCY = 8
-TOKENS = 24
-LOAD_LIMIT_S = 300   # a load never outlives a stuck deploy by more than this
-
-
-class Load:
-    """CONCURRENCY streaming /generate requests at a time through the gateway, until stopped."""
-
-    def __init__(self, url):
-        self.url, self.stop, self.sent, self.failed, self.errors = url, threading.Event(), 0, 0, []
-        self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self.run, daemon=True) for _number in range(CONCURRENCY)]
-
-    def one(self):
-        body = json.dumps({"text": "the incident", "sampling_params": {"max_new_tokens": TOKENS}, "stream": True}).encode()
-        req = urllib.request.Request(self.url + "/generate", data=body, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            text = resp.read().decode()
-        # Complete when its last event holds all the tokens asked for (the gateway ends the
-        # stream without SGLang's [DONE]).
-        events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
-        if not events or events[-1].get("meta_info", {}).get("completion_tokens") != TOKENS:
-            raise RuntimeError("stream ended early (%d events, last %r): %r" % (
-                len(events), events[-1].get("meta_info", {}).get("completion_tokens") if events else None, text[:300]))
-
-    def run(self):
-        deadline = time.monotonic() + LOAD_LIMIT_S
-        while not self.stop.is_set() and time.monotonic() < deadline:
-            try:
-                self.one()
-                ok, error = True, None
-            except Exception as exc:  # pylint: disable=broad-except
-                ok, error = False, str(exc)
-            with self.lock:
-                self.sent += 1
-                if not ok:
-                    self.failed += 1
-                    self.errors.append(error)
-
-    def __enter__(self):
-        for thread in self.threads:
-            thread.start()
-        time.sleep(1.0)   # the load runs before the deploy starts
-        return self
-
-    def __exit__(self, *exc):
-        time.sleep(1.0)   # and after it ended
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=40)
-        print("load through the gateway: sent %d, failed %d" % (self.sent, self.failed))
-
-
-def workers(gateway):
-    with urllib.request.urlopen(gateway + "/workers", timeout=5) as resp:
-        return dict((w["url"], (w["is_healthy"], w["status"])) for w in json.load(resp)["workers"])
+CLASSES = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell"}
 
 
 @pytest.fixture(scope="module")
 def fleet(lab, tmp_path_factory):
-    """ct129 and ct200 on NEXTN, listening on their lab addresses, behind smg on the controller."""
-    gateway_ip = labctl("address").stdout.split()[3]
-    gateway = "http://%s:%d" % (gateway_ip, PORT)
-    addresses = dict((name, labctl("address", name).stdout.strip()) for name in lab)
+    """ct129, ct130 and ct200 on NEXTN, listening on their lab addresses, behind smg on the controller."""
+    labctl("up", "ct130:a6000")
+    hosts = dict(lab, ct130=LabHost("ct130"))
+    addresses = dict((name, labctl("address", name).stdout.strip()) for name in CLASSES)
     folder = tmp_path_factory.mktemp("gateway")
-    plain = {"sglang_service_host": "0.0.0.0", "sglang_service_api_key": ""}
-    inventories = {}
-    for name, with_gateway in (("plain", False), ("gateway", True)):
-        hosts = {}
-        for host, address in addresses.items():
-            hosts[host] = dict(plain, **({"sglang_gateway": {"url": gateway, "worker_url": "http://%s:30000" % address,
-                                                             "drain_timeout": 60}} if with_gateway else {}))
-        inventories[name] = folder / ("%s.yml" % name)
-        inventories[name].write_text(json.dumps({"sglang_hosts": {"hosts": hosts}}))
-    for host in lab.values():
+    placed = dict((name, (addresses[name], CLASSES[name])) for name in CLASSES)
+    inventories = {"plain": folder / "plain.yml", "gateway": folder / "gateway.yml"}
+    inventories["plain"].write_text(host_inventory(placed))
+    for host in hosts.values():
         reset_service(host)
-        proc = run_playbook("playbooks/deploy_nextn.yml", limit=host.name, inventory=(LAB_INVENTORY, str(inventories["plain"])))
-        assert proc.returncode == 0, proc.stdout[-3000:]
-    log = (folder / "smg.log").open("w")
-    smg = subprocess.Popen([str(BIN / "smg"), "launch", "--host", gateway_ip, "--port", str(PORT), "--policy",
-                            "round_robin", "--disable-retries", "--log-level", "warn", "--prometheus-host", gateway_ip,
-                            "--prometheus-port", str(PORT + 1), "--worker-urls",
-                            *("http://%s:30000" % a for a in addresses.values())], stdout=log, stderr=subprocess.STDOUT)
+    proc = run_playbook("playbooks/deploy_nextn.yml", limit=",".join(CLASSES), extra_vars={"sglang_serial": 0},
+                        inventory=(LAB_INVENTORY, str(inventories["plain"])))
+    assert proc.returncode == 0, proc.stdout[-3000:]
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and smg.poll() is None:
-            try:
-                if sorted(workers(gateway).values()) == [(True, "ready")] * len(addresses):
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        else:
-            raise AssertionError("smg did not route to both workers: %s" % (folder / "smg.log").read_text()[-2000:])
-        yield {"gateway": gateway, "addresses": addresses, "inventories": inventories, "lab": lab}
+        with gateway(addresses, folder / "smg.log") as url:
+            inventories["gateway"].write_text(host_inventory(placed, gateway=url))
+            yield {"gateway": url, "inventories": inventories, "hosts": hosts}
     finally:
-        smg.terminate()
-        smg.wait(timeout=20)
-        log.close()
-        for host in lab.values():
+        for host in hosts.values():
             reset_service(host)
+        labctl("down", "ct130")
 
 
-def deploy_through(fleet, inventory, playbook, host, **extra):
-    return run_playbook("playbooks/%s.yml" % playbook, limit=host,
+def deploy_through(fleet, inventory, playbook, limit, **extra):
+    return run_playbook("playbooks/%s.yml" % playbook, limit=limit,
                         inventory=(LAB_INVENTORY, str(fleet["inventories"][inventory])), extra_vars=extra or None)
 
 
-def test_a_switch_and_a_rollback_behind_the_gateway_fail_no_request_and_without_the_drain_some_fail(fleet):
+def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_without_the_drain_some_fail(fleet):
     """One test, so the fleet behind the gateway is set up once (under pytest-xdist a module's
     fixtures may be set up again between its tests)."""
-    ct200, ct129 = fleet["lab"]["ct200"], fleet["lab"]["ct129"]
+    ct129, ct130, ct200 = (fleet["hosts"][name] for name in ("ct129", "ct130", "ct200"))
     # A variant switch, drained through the gateway: no request fails.
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "gateway", "deploy", "ct200", sglang_variant="dflash")
@@ -143,21 +66,38 @@ def test_a_switch_and_a_rollback_behind_the_gateway_fail_no_request_and_without_
     drained = report(ct200)["gateway"]["drained"]
     assert drained["cut"] == 0 and "out of rotation, 0 requests in flight after" in drained["msg"], drained
     assert report(ct200)["gateway"]["rejoined"]["msg"].endswith("back in rotation")
-    assert sorted(workers(fleet["gateway"]).values()) == [(True, "ready")] * 2, "both hosts back behind the gateway"
+    assert all_ready(fleet["gateway"], 3), "every host back behind the gateway"
 
-    # A rollback, drained: no request fails, and the known-good goes back into rotation.
+    # DDTree with a canary per class, drained: the a6000 canary rolls back (its known-good
+    # goes back into rotation), the other a6000 is not touched, blackwell keeps DDTree.
+    untouched = invocation(ct130)
     with Load(fleet["gateway"]) as load:
-        proc = deploy_through(fleet, "gateway", "deploy_ddtree", "ct129", gpu_preflight_check_fit=False,
-                              sglang_retry_rolled_back=True)
-    rep = report(ct129)
-    assert proc.returncode != 0 and rep["outcome"] == "rolled_back" and rep["cause"] == "kv_pool_oom", rep["diagnosis"]
+        proc = deploy_through(fleet, "gateway", "deploy_ddtree", "ct129,ct130,ct200", gpu_preflight_check_fit=False)
     assert load.failed == 0, (load.sent, load.failed, load.errors[:3])
-    assert rep["gateway"]["rejoined"]["msg"].endswith("back in rotation"), rep["gateway"]
-    assert sorted(workers(fleet["gateway"]).values()) == [(True, "ready")] * 2
+    back, skipped, kept = report(ct129), report(ct130), report(ct200)
+    assert back["outcome"] == "rolled_back" and back["cause"] == "kv_pool_oom", back["diagnosis"]
+    assert proc.returncode != 0, "the canary's rollback fails the run once the other classes are done"
+    assert back["gateway"]["rejoined"]["msg"].endswith("back in rotation"), back["gateway"]
+    assert (skipped["outcome"], skipped["cause"]) == ("skipped", "class canary rolled back (kv_pool_oom)"), skipped
+    assert invocation(ct130) == untouched and "gateway" not in skipped, "never drained, never restarted"
+    assert kept["outcome"] == "deployed" and kept["perf"]["ratio"] >= 1.0, kept["diagnosis"]
+    assert all_ready(fleet["gateway"], 3)
+    summary = json.loads((REPORTS / "fleet-summary.json").read_text())["hosts"]
+    assert [(h["host"], h["class"], h["before"], h["after"], h["outcome"]) for h in summary] == [
+        ("ct129", "a6000", "nextn", "nextn", "rolled_back"), ("ct130", "a6000", "nextn", "nextn", "skipped"),
+        ("ct200", "blackwell", "dflash", "ddtree", "deployed")], summary
+    assert "class canary rolled back (kv_pool_oom)" in proc.stdout and "SGLANG FLEET SUMMARY (3 hosts" in proc.stdout
+
+    # An operator's rollback (playbooks/rollback.yml) drains the same way.
+    with Load(fleet["gateway"]) as load:
+        proc = deploy_through(fleet, "gateway", "rollback", "ct200")
+    assert proc.returncode == 0 and "Put the worker back into the gateway's rotation" in proc.stdout, proc.stdout[-3000:]
+    assert load.failed == 0, (load.sent, load.failed, load.errors[:3])
+    assert "NEXTN" in ct200.run(["cat", "/etc/systemd/system/sglang.service"]).stdout and all_ready(fleet["gateway"], 3)
 
     # The control, the same kind of switch without the gateway option: the load would see a
     # failure if there were one.
     with Load(fleet["gateway"]) as load:
-        proc = deploy_through(fleet, "plain", "deploy_nextn", "ct200")
+        proc = deploy_through(fleet, "plain", "deploy", "ct200", sglang_variant="dflash")
     assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)

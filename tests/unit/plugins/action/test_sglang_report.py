@@ -31,3 +31,13 @@ def test_the_report_is_written_and_fail_fails_after_it(tmp_path, fail, failed):
 def test_reading_returns_the_last_report(tmp_path):
     run({"dir": str(tmp_path), "name": "nextn", "report": {"outcome": "deployed"}, "text": "t"})
     assert run({"dir": str(tmp_path), "read": True})["report"] == {"outcome": "deployed"}
+
+
+def test_a_written_report_returns_the_fleet_row_as_result_and_fact(tmp_path):
+    got = run({"dir": str(tmp_path), "name": "ddtree", "text": "t", "started": 0,
+               "report": {"host": "ct200", "class": "blackwell", "before": "nextn", "variant": "ddtree",
+                          "outcome": "deployed", "cause": None, "perf": {"ratio": 1.2}}})
+    written = json.loads((tmp_path / "ct200" / "latest.json").read_text())
+    assert written["seconds"] > 1e9, "seconds since the start (0 is the epoch)"
+    assert got["summary"]["after"] == "ddtree" and got["summary"]["ratio"] == 1.2
+    assert got["ansible_facts"] == {"sglang_deploy": got["summary"]} and got["dir"] == str(tmp_path)

@@ -60,7 +60,7 @@ PLANS = [
      {"healthy": False, "checksums": {UNIT: None, ENV: None, SECRETS: None, MARKER: None, CHECKER: None},
       "deployed": None, "layout_drift": ["no user sglang"]},
      {"write": ["unit", "env", "secrets"], "snapshot": False, "snapshot_record": None, "restart": True,
-      "build": True, "release_present": False, "prepare": True, "install_checker": True}),
+      "build": True, "release_present": False, "prepare": True, "install_checker": True, "before": None}),
     ("a left-over secrets file does not count without an API key",
      {"desired": dict(DESIRED, secrets="")}, {},
      {"converged": True, "stale": {"unit": False, "env": False, "secrets": False}}),
@@ -93,7 +93,7 @@ PLANS = [
     ("the checker out of date is installed", {"checker": {"path": CHECKER, "sha1": "new"}}, {},
      {"install_checker": True}),
     ("perf gate, measure: the running service is measured", {"perf_gate": GATED}, {"checksums": OLD_UNIT},
-     {"measure_baseline": True, "recorded_baseline": DEPLOYED["perf"], "running_variant": "nextn"}),
+     {"measure_baseline": True, "recorded_baseline": DEPLOYED["perf"], "running_variant": "nextn", "before": "nextn"}),
     ("perf gate, recorded with this workload: not measured", {"perf_gate": RECORDED}, {"checksums": OLD_UNIT},
      {"measure_baseline": False, "recorded_baseline": DEPLOYED["perf"]}),
     ("perf gate, recorded with another workload: measured", {"perf_gate": dict(RECORDED, workload={"requests": 1})},
@@ -338,6 +338,7 @@ def test_adopting_keeps_the_hand_made_unit_as_the_known_good_and_stops_it():
     assert got["would"] == ("would keep sglang-qwen.service as the known-good, stop and disable it and write %s, %s, "
                             "%s and restart sglang.service; nothing was changed (check mode)" % (UNIT, ENV, SECRETS))
     assert got["running_variant"] == "nextn", "the performance gate's baseline is the hand-made NEXTN"
+    assert got["before"] == "nextn", "the summary's variant before is the hand-made unit's"
 
 
 def test_a_deploy_that_adopted_records_it_and_a_later_one_carries_it_on():

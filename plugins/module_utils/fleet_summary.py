@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet summary's rows, from the per-host reports (private to this collection; pure).
+
+The fleet_summary callback prints one line per host at the end of the play and writes the
+same rows as JSON beside the reports; `row()` and `lines()` are all it decides."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# The outcomes after which the host runs the deploy's variant.
+RUNS_VARIANT = ("deployed", "unchanged")
+COLUMNS = ("host", "class", "variant", "outcome", "cause", "speed", "time")
+NONE = "-"
+
+
+def after(report):
+    """What the host serves once the deploy ended: the variant when it was kept, the
+    known-good after a rollback, else what it ran before."""
+    if report.get("outcome") in RUNS_VARIANT:
+        return report.get("variant")
+    # (The known-good is named by its algorithm, NEXTN; variants are named in lower case.)
+    known_good = report.get("known_good")
+    return known_good.lower() if known_good else report.get("before")
+
+
+def row(report):
+    """One host's summary, as data (the JSON copy) from its report."""
+    perf = report.get("perf") or {}
+    return {"host": report.get("host"), "class": report.get("class") or None,
+            "before": report.get("before"), "after": after(report), "variant": report.get("variant"),
+            "outcome": report.get("outcome"), "cause": report.get("cause"), "ratio": perf.get("ratio"),
+            "seconds": report.get("seconds")}
+
+
+def failed_row(host, message, host_class=None):
+    """A host that failed before its deploy wrote a report (preflight, build, unreachable)."""
+    first = (message or "").strip().splitlines()
+    return {"host": host, "class": host_class, "before": None, "after": None, "variant": None,
+            "outcome": "failed", "cause": first[0][:120] if first else "no message", "ratio": None, "seconds": None}
+
+
+def _cells(data):
+    ratio, seconds = data.get("ratio"), data.get("seconds")
+    return (data["host"] or NONE, data.get("class") or NONE,
+            "%s -> %s" % (data.get("before") or NONE, data.get("after") or NONE),
+            data.get("outcome") or NONE, data.get("cause") or NONE,
+            NONE if ratio is None else "%.2fx" % ratio, NONE if seconds is None else "%.0f s" % seconds)
+
+
+def lines(rows):
+    """The table the callback prints: a header and one aligned line per host, by host name."""
+    table = [COLUMNS] + [_cells(data) for data in sorted(rows, key=lambda data: data["host"] or "")]
+    widths = [max(len(cells[column]) for cells in table) for column in range(len(COLUMNS))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip() for cells in table]

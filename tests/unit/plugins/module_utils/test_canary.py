@@ -1,0 +1,57 @@
+"""A canary per host class (module_utils/canary.py) as data tables: who deploys first, and
+whether the rest of a class goes on after its canary."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils.canary import (
+    CANARIES, REST, canary_group, class_group, phase, verdict,
+)
+
+PLAY = ["ct129", "ct130", "ct200", "ct201", "ct300"]
+CLASSES = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell", "ct201": "blackwell", "ct300": ""}
+MEMBERS = {"a6000": ["ct130", "ct129"], "blackwell": ["ct201", "ct200"], "": ["ct300"]}
+
+
+@pytest.mark.parametrize("host, enabled, group, parents", [
+    ("ct129", True, "sglang_canary_a6000", [CANARIES]),
+    ("ct130", True, REST, ["all"]),
+    ("ct200", True, "sglang_canary_blackwell", [CANARIES]),
+    ("ct201", True, REST, ["all"]),
+    ("ct300", True, "sglang_canary_unclassified", [CANARIES]),
+    ("ct129", False, REST, ["all"]),
+], ids=["first a6000 in play order", "second a6000", "first blackwell", "second blackwell",
+        "a host without a class is its own class's canary", "canary off: every host in the rest"])
+def test_phase_picks_the_first_host_of_each_class_in_play_order(host, enabled, group, parents):
+    # (The class's group lists its hosts in the order they were grouped, not the play's.)
+    got = phase(host, CLASSES[host], PLAY, MEMBERS[CLASSES[host]], enabled)
+    assert (got["group"], got["parents"], got["canary"]) == (group, parents, group != REST)
+
+
+def test_the_groups_are_named_by_class():
+    assert (class_group("a6000"), canary_group("a6000"), class_group(""), canary_group(None)) == (
+        "sglang_class_a6000", "sglang_canary_a6000", "sglang_class_unclassified", "sglang_canary_unclassified")
+
+
+@pytest.mark.parametrize("canary, report, failure, go, cause", [
+    (None, None, None, True, None),
+    ("ct129", {"outcome": "deployed"}, None, True, None),
+    ("ct129", {"outcome": "unchanged"}, None, True, None),
+    ("ct129", {"outcome": "check"}, None, True, None),
+    ("ct129", {"outcome": "rolled_back", "cause": "kv_pool_oom"}, None, False, "class canary rolled back (kv_pool_oom)"),
+    ("ct129", {"outcome": "rolled_back", "cause": "slower"}, "ct129: DDTREE slower", False,
+     "class canary rolled back (slower)"),
+    ("ct129", {"outcome": "not_retried", "cause": "cuda_graph_oom"}, None, False,
+     "class canary not retried: its configuration rolled back before (cuda_graph_oom)"),
+    ("ct129", {"outcome": "failed", "cause": "bad_argument"}, "rejected", False, "class canary failed (bad_argument)"),
+    ("ct129", None, "GPU 0 is held by PID 4242 (another tenant)\nmore", False,
+     "class canary failed (GPU 0 is held by PID 4242 (another tenant))"),
+    ("ct129", None, None, False, "class canary failed (no message)"),
+], ids=["no canary ran", "canary deployed", "canary already ran it", "check mode", "canary failed its health gate",
+        "canary was slower (fail_on_rollback)", "canary's configuration rolled back before", "canary's argv rejected",
+        "canary failed before its report", "canary wrote nothing and kept no failure"])
+def test_verdict_lets_the_class_go_on_only_after_a_kept_variant(canary, report, failure, go, cause):
+    got = verdict(canary, report, failure)
+    assert (got["go"], got["cause"]) == (go, cause)
+    if not go:
+        assert got["msg"] == "skipped: %s (the canary: %s); this host was not touched" % (cause, canary)

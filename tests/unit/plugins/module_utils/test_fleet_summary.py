@@ -1,0 +1,46 @@
+"""The fleet summary's rows and lines (module_utils/fleet_summary.py) as data tables."""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import after, failed_row, lines, row
+
+KEPT = {"host": "ct200", "class": "blackwell", "before": "nextn", "variant": "ddtree", "outcome": "deployed",
+        "cause": None, "perf": {"ratio": 1.243, "verdict": "faster"}, "seconds": 41.26, "known_good": None}
+BACK = dict(KEPT, host="ct129", **{"class": "a6000"}, outcome="rolled_back", cause="kv_pool_oom", perf=None,
+            known_good="NEXTN", seconds=26.0)
+SKIP = dict(BACK, host="ct130", outcome="skipped", cause="class canary rolled back (kv_pool_oom)",
+            known_good="nextn", seconds=0.1)
+
+
+@pytest.mark.parametrize("report, serves", [
+    (KEPT, "ddtree"), (dict(KEPT, outcome="unchanged"), "ddtree"), (BACK, "nextn"), (SKIP, "nextn"),
+    (dict(BACK, known_good=None), "nextn"), (dict(BACK, known_good=None, before=None), None),
+    (dict(KEPT, outcome="check"), "nextn"),
+], ids=["kept", "already ran it", "rolled back to the known-good", "skipped", "no known-good: what ran before",
+        "nothing ran before", "check mode changes nothing"])
+def test_after_is_what_the_host_serves_once_the_deploy_ended(report, serves):
+    assert after(report) == serves
+
+
+def test_a_row_holds_what_the_summary_prints():
+    assert row(KEPT) == {"host": "ct200", "class": "blackwell", "before": "nextn", "after": "ddtree",
+                         "variant": "ddtree", "outcome": "deployed", "cause": None, "ratio": 1.243, "seconds": 41.26}
+    assert row({"host": "ct1", "class": ""})["class"] is None
+
+
+def test_a_host_without_a_report_shows_its_failure():
+    got = failed_row("ct131", "GPU 0 is held by PID 4242\nsecond line")
+    assert (got["outcome"], got["cause"], got["after"]) == ("failed", "GPU 0 is held by PID 4242", None)
+    assert failed_row("ct131", "")["cause"] == "no message"
+
+
+def test_lines_are_aligned_sorted_by_host_with_a_header():
+    got = lines([row(KEPT), row(SKIP), row(BACK), failed_row("ct131", "unreachable")])
+    assert got == [
+        "host   class      variant          outcome      cause                                   speed  time",
+        "ct129  a6000      nextn -> nextn   rolled_back  kv_pool_oom                             -      26 s",
+        "ct130  a6000      nextn -> nextn   skipped      class canary rolled back (kv_pool_oom)  -      0 s",
+        "ct131  -          - -> -           failed       unreachable                             -      -",
+        "ct200  blackwell  nextn -> ddtree  deployed     -                                       1.24x  41 s",
+    ]
