@@ -8,7 +8,7 @@ VENV         := .venv
 PY           := $(VENV)/bin/python
 BIN          := $(VENV)/bin
 STAMP        := $(VENV)/.installed
-APT_PACKAGES := podman runc debootstrap uidmap shellcheck git patch openssh-client
+APT_PACKAGES := podman runc debootstrap uidmap shellcheck git patch openssh-client chromium
 LAB          := $(PY) lab/labctl.py
 LAB_HOSTS    ?= ct129:a6000 ct200:blackwell
 SANITY_ROOT  := build/sanity
@@ -34,7 +34,7 @@ export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
-        unit integration molecule bench clean
+        unit integration molecule bench clean docs docs-lint package importer-venv
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -47,12 +47,48 @@ deps:  ## Debian packages the lab and the gates need (installs only what is miss
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-venv: $(STAMP)  ## controller virtualenv from requirements.txt
-$(STAMP): requirements.txt
+venv: $(STAMP)  ## controller virtualenv from test-requirements.txt (the pinned development set)
+$(STAMP): test-requirements.txt
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q -r test-requirements.txt
 	touch $@
+
+# The docs site: antsibull-docs writes the collection's pages (plugins, roles from their
+# argument_specs, docs/docsite/extra-docs.yml's guides), Sphinx builds them with the layout
+# `antsibull-docs sphinx-init --use-current` makes (docs/docsite/site). Output only in build/.
+DOCS_SITE    := docs/docsite/site
+DOCS_OUT     := build/docs
+docs: venv  ## the docs site in build/docs/html (antsibull-docs + Sphinx)
+	rm -rf $(DOCS_OUT) && mkdir -p $(DOCS_OUT)/rst && chmod og-w $(DOCS_OUT)/rst
+	$(BIN)/antsibull-docs --config-file $(DOCS_SITE)/antsibull-docs.cfg collection --use-current \
+	  --cleanup everything --dest-dir $(DOCS_OUT)/rst inferops.sglang
+	cp $(DOCS_SITE)/index.rst $(DOCS_OUT)/rst/index.rst
+	$(PY) $(DOCS_SITE)/ansible_inventory.py $(DOCS_OUT)/rst/ansible_devel.inv
+	$(BIN)/sphinx-build -M html $(DOCS_OUT)/rst $(DOCS_OUT) -c $(DOCS_SITE) -q -W --keep-going
+
+docs-lint: venv  ## antsibull-docs lint-collection-docs --plugin-docs (every doc, the guides, the links)
+	$(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
+
+# The collection as a user gets it: the tarball installs, ansible-doc renders every plugin from
+# it, ansible-builder finds its needs, and the docs site renders in headless Chromium.
+COLLECTION_VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
+# galaxy-importer in a venv of its own (its pins clash with the development set's), cached by
+# its requirements' contents.
+IMPORTER_REQS := tests/packaging/importer-requirements.txt
+IMPORTER_VENV := /var/cache/inferops-sglang/importer-$(shell sha256sum $(IMPORTER_REQS) | cut -c1-12)
+export GALAXY_IMPORTER_PYTHON := $(IMPORTER_VENV)/bin/python
+importer-venv: $(IMPORTER_VENV)/.ready
+$(IMPORTER_VENV)/.ready: $(IMPORTER_REQS)
+	rm -rf $(IMPORTER_VENV) && python3 -m venv $(IMPORTER_VENV)
+	$(IMPORTER_VENV)/bin/pip install -q -r $(IMPORTER_REQS)
+	touch $@
+
+package: deps venv importer-venv docs docs-lint  ## build the tarball and check it (install, ansible-doc, ansible-builder introspect, galaxy-importer) and the docs site
+	rm -rf build/package && mkdir -p build/package
+	$(BIN)/ansible-galaxy collection build --force --output-path build/package .
+	test -f build/package/inferops-sglang-$(COLLECTION_VERSION).tar.gz
+	$(BIN)/pytest -q tests/packaging
 
 sglang-reference: $(REF_VENV)/.ready  ## the real SGLang parser (patched), to check the stand-in against
 # Keyed by content (REF_KEY), not mtime: a fresh clone must reuse the cached venv.
@@ -186,11 +222,11 @@ molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) 
 bench: lab-up  ## benchmarks on the lab: prints a table, writes bench/results.md
 	$(PY) bench/bench.py
 
-setup: deps venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
+setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
 
 # Each gate's wall time and test counts end the log (tests/gates.py); integration and
 # molecule run side by side on hosts of their own.
-GATES        ?= setup lint sanity units fidelity integration+molecule
+GATES        ?= setup lint sanity units fidelity package integration+molecule
 test:  ## everything CI checks, then a table of each gate's time
 	python3 tests/gates.py $(GATES)
 

@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "build" / "gates"
 # The gates whose make target runs pytest, and the folder it collects.
 PYTEST_GATES = {"unit": "tests/unit", "units": "tests/unit", "fidelity": "tests/fidelity",
-                "integration": "tests/integration"}
+                "integration": "tests/integration", "package": "tests/packaging"}
 # Gates that write their own JUnit files (ansible-test units, in its copy of the collection).
 OWN_JUNIT = {"units": REPO / "build" / "sanity" / "ansible_collections" / "inferops" / "sglang" / "tests" / "output" / "junit"}
 

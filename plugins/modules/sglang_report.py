@@ -20,7 +20,7 @@ description:
     beside where the user runs from, wherever the collection is installed.
   - Returns the host's row of the fleet summary as RV(summary) and as the fact
     C(sglang_deploy) (so a later play, a class's other hosts after its canary, reads how
-    this host's deploy ended); the M(inferops.sglang.fleet_summary) callback prints it.
+    this host's deploy ended); the P(inferops.sglang.fleet_summary#callback) callback prints it.
   - With O(read=true) it writes nothing and returns the host's C(latest.json) as RV(report)
     (playbooks/status.yml reads the last deploy so).
 author:
