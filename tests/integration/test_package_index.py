@@ -6,6 +6,7 @@ index, and leaves no half-built release behind."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -49,8 +50,11 @@ def pypi(index, **more):
 def test_a_release_builds_from_the_index_over_the_lab_network(lab, index):
     host = lab["ct200"]
     reset_service(host)
-    proc = deploy("deploy_nextn", host, **pypi(index))
+    proc = deploy("deploy_nextn", host, **pypi(index, sglang_build_progress_interval=1))
     assert proc.returncode == 0 and report(host)["outcome"] == "deployed", proc.stdout[-3000:]
+    # The install's progress while it runs: what, from where, the time so far.
+    assert re.search(r"ct200: installing sglang==0\.5\.23 sglang-sim from the package index \S+, \d+ s so far",
+                     proc.stdout), proc.stdout[-3000:]
     release = report(host)["release"]
     record = json.loads(host.run(["cat", release + "/.release.json"]).stdout)
     assert record["source"] == "pypi" and record["install"]["pip_args"][:2] == ["--index-url", index["url"]]
