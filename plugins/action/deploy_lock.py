@@ -66,8 +66,9 @@ class ActionModule(ActionBase):
                 answer["msg"] = describe(task_vars.get("inventory_hostname"), holder, answer.get("age"), dead,
                                          args.get("break_stale"))
         result.update(answer)
-        if not result.get("failed") and args.get("state", "present") == "present":
-            # Public, so a later role knows whether another run changed the host meanwhile.
+        if not result.get("failed"):
+            # Public, so a later role knows whether another run (or this one's earlier deploy,
+            # once released) changed the host meanwhile.
             result["ansible_facts"] = {"deploy_lock": {
                 "path": args.get("path") or "/run/inferops-sglang/deploy.lock", "broken": bool(answer.get("broken")),
                 "last_released": answer.get("last_released")}}

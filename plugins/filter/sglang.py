@@ -255,9 +255,9 @@ def sglang_deploy_plan(facts, wants):
         raise AnsibleFilterError("sglang_deploy_plan: missing input %s" % exc)
 
 
-def sglang_needs_read(facts, lock, files):
+def sglang_needs_read(facts, lock, files, config_id=None):
     """Whether the deploy must read the host (again) before it plans."""
-    return deploy_plan.needs_read(_plain(facts), _plain(lock), _plain(files))
+    return deploy_plan.needs_read(_plain(facts), _plain(lock), _plain(files), config_id)
 
 
 def sglang_deploy_outcome(plan, run):
@@ -356,18 +356,20 @@ def sglang_deploy_phase(host, host_class, play_hosts, groups, enabled=False):
                         bool(enabled))
 
 
-def sglang_canary_verdict(host, host_class, groups, hostvars):
+def sglang_canary_verdict(host, phase, hostvars):
     """Whether a host goes on after its class's canary (canary.verdict): the canary is the one
-    host of its class's canary group; what it ended with is its sglang_deploy fact, or the
-    failure its play kept."""
-    names = [str(h) for h in (groups or {}).get(canary.canary_group(str(host_class or "")), [])]
-    name = names[0] if names else None
-    if name is None or name == str(host):
+    this deploy's phase names; what it ended with is its sglang_deploy fact, or the failure
+    its play kept."""
+    name = (_plain(phase) or {}).get("class_canary")
+    if not name or name == str(host):
         return canary.verdict(None, None)
     there = hostvars[name]
-    facts = _plain(there.get("ansible_facts") or {})
     failure = _plain(there.get("__sglang_deploy_failure")) or {}
-    return canary.verdict(name, facts.get("sglang_deploy") or failure.get("summary"), failure.get("msg"))
+    if failure.get("msg"):
+        # Failed in this deploy: its sglang_deploy fact, if any, is an earlier deploy's.
+        return canary.verdict(name, failure.get("summary"), failure["msg"])
+    facts = _plain(there.get("ansible_facts") or {})
+    return canary.verdict(name, facts.get("sglang_deploy"))
 
 
 def sglang_install_source(install, wheelhouse=""):

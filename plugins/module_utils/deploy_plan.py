@@ -122,13 +122,16 @@ def converged_gate(facts):
     return gate
 
 
-def needs_read(facts, lock, files):
+def needs_read(facts, lock, files, config_id=None):
     """Whether the host must be read (again) before the plan: never read, read by someone
-    else without these files (a partial read), or another run released the deploy lock
-    after the read (it may have changed the host)."""
+    else without these files (a partial read) or for another configuration (an earlier
+    deploy of the same run: its rollback record is another's), or a run released the deploy
+    lock after the read (another one, or this run's earlier deploy: it may have changed the host)."""
     facts, lock = facts or {}, lock or {}
     read_at = facts.get("read_at")
     if read_at is None or any(path not in (facts.get("checksums") or {}) for path in files):
+        return True
+    if config_id is not None and facts.get("config_id") != config_id:
         return True
     return bool(lock.get("broken")) or (lock.get("last_released") or 0) >= read_at
 

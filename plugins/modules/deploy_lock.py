@@ -92,12 +92,15 @@ last_released:
     - When a run last released this host's lock (the host's clock, epoch seconds); null when
       none has since the host started (the lock lives in C(/run)). A broken lock counts as
       released now, since its holder may have changed the host.
-  returned: when the lock was taken
+    - After a release, the time of this release (or of the last one, when this run did not hold the lock).
+  returned: always
   type: float
   sample: 1796111202.47
 ansible_facts:
-  description: The lock just taken, for later tasks and roles of the same run.
-  returned: when the lock was taken
+  description:
+    - The lock just taken, or released, for later tasks and roles of the same run. After a release,
+      a later deploy of the same run reads the host again (this run may have changed it since its read).
+  returned: when the lock was taken or released
   type: dict
   contains:
     deploy_lock:
@@ -175,7 +178,7 @@ def main():
         if holder is not None and (holder.get("run_id") == owner.get("run_id") or module.params["force"]):
             mark_released(path)
             os.unlink(path)
-        done(broken=False)
+        done(broken=False, last_released=last_released(path))
 
     os.makedirs(os.path.dirname(path), exist_ok=True)
     try:

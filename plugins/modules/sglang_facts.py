@@ -224,6 +224,10 @@ ansible_facts:
           description: The host's clock (epoch seconds) when it was read.
           type: float
           sample: 1796111202.47
+        config_id:
+          description: The O(config_id) the read was made for (its C(rolled_back) is that configuration's).
+          type: str
+          sample: 3f2a9c0d4e5b6a71
         url:
           description: The address probed.
           type: str
@@ -384,6 +388,7 @@ def main():
         "port_holders": listeners(urlsplit(params["url"]).port or 80, [unit["main_pid"]]) if params["probe"] else [],
         "adopted": read_unit_to_adopt(module, systemctl, to_adopt) if to_adopt else None,
         "read_at": read_at,
+        "config_id": params["config_id"],
     }
     module.exit_json(changed=False, ansible_facts={"sglang": facts}, elapsed=round(time.monotonic() - started, 3))
 

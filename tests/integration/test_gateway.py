@@ -88,16 +88,18 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
         ("ct200", "blackwell", "dflash", "ddtree", "deployed")], summary
     assert "class canary rolled back (kv_pool_oom)" in proc.stdout and "SGLANG FLEET SUMMARY (3 hosts" in proc.stdout
 
-    # An operator's rollback (playbooks/rollback.yml) drains the same way.
+    # An operator's rollback (playbooks/rollback.yml) drains the same way; ct200's known-good
+    # is the DFLASH it ran before DDTree.
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "gateway", "rollback", "ct200")
     assert proc.returncode == 0 and "Put the worker back into the gateway's rotation" in proc.stdout, proc.stdout[-3000:]
     assert load.failed == 0, (load.sent, load.failed, load.errors[:3])
-    assert "NEXTN" in ct200.run(["cat", "/etc/systemd/system/sglang.service"]).stdout and all_ready(fleet["gateway"], 3)
+    assert "# variant dflash," in ct200.run(["cat", "/etc/systemd/system/sglang.service"]).stdout
+    assert all_ready(fleet["gateway"], 3)
 
     # The control, the same kind of switch without the gateway option: the load would see a
     # failure if there were one.
     with Load(fleet["gateway"]) as load:
-        proc = deploy_through(fleet, "plain", "deploy", "ct200", sglang_variant="dflash")
+        proc = deploy_through(fleet, "plain", "deploy_nextn", "ct200")
     assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)

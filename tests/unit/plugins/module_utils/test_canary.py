@@ -26,6 +26,8 @@ def test_phase_picks_the_first_host_of_each_class_in_play_order(host, enabled, g
     # (The class's group lists its hosts in the order they were grouped, not the play's.)
     got = phase(host, CLASSES[host], PLAY, MEMBERS[CLASSES[host]], enabled)
     assert (got["group"], got["parents"], got["canary"]) == (group, parents, group != REST)
+    first = {"a6000": "ct129", "blackwell": "ct200", "": "ct300"}[CLASSES[host]]
+    assert got["class_canary"] == (first if enabled else None), "every host knows its class's canary"
 
 
 def test_the_groups_are_named_by_class():

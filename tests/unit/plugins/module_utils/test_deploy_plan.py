@@ -181,10 +181,14 @@ def test_config_id_is_stable_and_names_the_three_texts():
     ({"read_at": 100.0, "checksums": {UNIT: "x"}}, {"last_released": 99.0}, False),
     ({"read_at": 100.0, "checksums": {UNIT: "x"}}, {"last_released": 101.0}, True),
     ({"read_at": 100.0, "checksums": {UNIT: "x"}}, {"broken": True}, True),
+    ({"read_at": 100.0, "checksums": {UNIT: "x"}, "config_id": "other"}, {}, True),
+    ({"read_at": 100.0, "checksums": {UNIT: "x"}, "config_id": "mine"}, {}, False),
 ], ids=["never read", "read, lock untouched", "partial read (no config checksums)", "released before the read",
-        "another run released the lock after the read", "a broken lock"])
+        "another run released the lock after the read", "a broken lock",
+        "read for another configuration (an earlier deploy of this run)", "read for this configuration"])
 def test_needs_read(read, lock, expected):
-    assert dp.needs_read(read, lock, [UNIT]) is expected
+    asked = "mine" if read and "config_id" in read else None
+    assert dp.needs_read(read, lock, [UNIT], asked) is expected
 
 
 HEALTHY = {"state": "healthy", "cause": None, "elapsed": 6.0}
