@@ -22,6 +22,9 @@ from ansible.utils.display import Display
 
 display = Display()
 
+# async_status's own keys, not the job's result.
+JOB_KEYS = ("ansible_job_id", "started", "finished", "results_file", "_ansible_suppress_tmpdir_delete")
+
 
 def minutes(seconds):
     """'42 s' or '3 min 05 s'."""
@@ -67,8 +70,7 @@ class ActionModule(ActionBase):
             if waited >= interval / 2:
                 display.display("  %s: %s, %s so far" % (host, what, minutes(waited)))
             time.sleep(interval)
-        answer = dict((k, v) for k, v in answer.items() if k not in ("ansible_job_id", "started", "finished",
-                                                                    "results_file", "_ansible_suppress_tmpdir_delete"))
+        answer = dict((k, v) for k, v in answer.items() if k not in JOB_KEYS)
         result.update(answer)
         result["elapsed"] = round(time.monotonic() - started, 1)
         if boolean(args.get("report_done", True), strict=False) and result["elapsed"] >= interval:

@@ -50,6 +50,9 @@ def pypi(index, **more):
 def test_a_release_builds_from_the_index_over_the_lab_network(lab, index):
     host = lab["ct200"]
     reset_service(host)
+    # A release from the index an earlier run left would be found, not built (the others stay).
+    host.run("grep -l '\"source\": \"pypi\"' /opt/sglang/releases/*/.release.json 2>/dev/null "
+             "| xargs -r -n1 dirname | xargs -r rm -rf")
     proc = deploy("deploy_nextn", host, **pypi(index, sglang_build_progress_interval=1))
     assert proc.returncode == 0 and report(host)["outcome"] == "deployed", proc.stdout[-3000:]
     # The install's progress while it runs: what, from where, the time so far.
@@ -69,10 +72,10 @@ def test_a_release_builds_from_the_index_over_the_lab_network(lab, index):
 def test_a_version_the_index_lacks_names_the_package_and_the_index_and_leaves_nothing(lab, index):
     host = lab["ct200"]
     reset_service(host)
-    releases = host.run("ls -a /opt/sglang/releases 2>/dev/null; true").stdout
+    releases = host.run("ls -A /opt/sglang/releases 2>/dev/null; true").stdout
     proc = deploy("deploy_nextn", host, **pypi(index, sglang_build_version="0.5.24"))
     said = " ".join(proc.stdout.split())
     assert proc.returncode != 0 and "No matching distribution found for sglang==0.5.24" in said, said[-3000:]
     assert "from the package index %s failed" % index["url"] in said
-    assert host.run("ls -a /opt/sglang/releases 2>/dev/null; true").stdout == releases, "no half-built release"
+    assert host.run("ls -A /opt/sglang/releases 2>/dev/null; true").stdout == releases, "no half-built release"
     assert host.run("test -e /etc/systemd/system/sglang.service", check=False).returncode == 1
