@@ -17,6 +17,10 @@ LABELS = {
         "collections/ansible/builtin/wait_for_module.html", "ansible.builtin.wait_for module"),
     "ansible_collections.ansible.builtin.systemd_service_module": (
         "collections/ansible/builtin/systemd_service_module.html", "ansible.builtin.systemd_service module"),
+    "ansible_collections.ansible.builtin.async_status_module": (
+        "collections/ansible/builtin/async_status_module.html", "ansible.builtin.async_status module"),
+    "ansible_collections.ansible.builtin.command_module": (
+        "collections/ansible/builtin/command_module.html", "ansible.builtin.command module"),
 }
 
 
