@@ -352,8 +352,7 @@ def sglang_class_group(host_class):
 def sglang_deploy_phase(host, host_class, play_hosts, groups, enabled=False):
     """Which group a host deploys in: its class's canary or the rest (canary.phase)."""
     members = (groups or {}).get(canary.class_group(str(host_class or "")), [])
-    return canary.phase(str(host), str(host_class or ""), [str(h) for h in play_hosts], [str(h) for h in members],
-                        bool(enabled))
+    return canary.phase(str(host), [str(h) for h in play_hosts], [str(h) for h in members], bool(enabled))
 
 
 def sglang_canary_verdict(host, phase, hostvars):

@@ -25,23 +25,18 @@ def class_group(host_class):
     return "sglang_class_%s" % (host_class or UNCLASSED)
 
 
-def canary_group(host_class):
-    """The group holding a host class's canary (one host)."""
-    return "sglang_canary_%s" % (host_class or UNCLASSED)
-
-
-def phase(host, host_class, play_hosts, class_members, enabled):
-    """Where a host deploys: `group` to add it to and `parents` of that group, whether it is
+def phase(host, play_hosts, class_members, enabled):
+    """Where a host deploys: `group` to add it to, whether it is
     its class's canary, and which host is (`class_canary`, None with the canary off). The
     canary is the first of its class in the play's order (the inventory's, after --limit),
     so the same inventory always picks the same host."""
     if not enabled:
-        return {"group": REST, "parents": ["all"], "canary": False, "class_canary": None}
+        return {"group": REST, "canary": False, "class_canary": None}
     members = set(class_members)
     first = next((name for name in play_hosts if name in members), host)
     if first == host:
-        return {"group": canary_group(host_class), "parents": [CANARIES], "canary": True, "class_canary": host}
-    return {"group": REST, "parents": ["all"], "canary": False, "class_canary": first}
+        return {"group": CANARIES, "canary": True, "class_canary": host}
+    return {"group": REST, "canary": False, "class_canary": first}
 
 
 def _first_line(text, limit=160):

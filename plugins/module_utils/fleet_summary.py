@@ -35,10 +35,10 @@ def row(report):
             "seconds": report.get("seconds")}
 
 
-def failed_row(host, message, host_class=None):
+def failed_row(host, message):
     """A host that failed before its deploy wrote a report (preflight, build, unreachable)."""
     first = (message or "").strip().splitlines()
-    return {"host": host, "class": host_class, "before": None, "after": None, "variant": None,
+    return {"host": host, "class": None, "before": None, "after": None, "variant": None,
             "outcome": "failed", "cause": first[0][:120] if first else "no message", "ratio": None, "seconds": None}
 
 

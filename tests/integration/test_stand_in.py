@@ -201,10 +201,11 @@ def test_fault_hang_before_ready_times_out(sim, ct200):
 
 
 def test_fault_crash_after_ready(sim, ct200):
-    with_faults(ct200, {"crash_after_ready_s": 3})
+    # Long enough that a loaded machine's module start (seconds, beside molecule) sees it up first.
+    with_faults(ct200, {"crash_after_ready_s": 10})
     start_sim(ct200, server_argv("blackwell", "dflash"))
     assert gate(ct200)["state"] == "healthy"
-    ct200.wait_for(lambda: ct200.show(UNIT, "ActiveState")["ActiveState"] == "failed", 15, what="crash")
+    ct200.wait_for(lambda: ct200.show(UNIT, "ActiveState")["ActiveState"] == "failed", 25, what="crash")
     assert "an illegal memory access was encountered" in ct200.journal(UNIT)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.canary import (
-    CANARIES, REST, canary_group, class_group, phase, verdict,
+    CANARIES, REST, class_group, phase, verdict,
 )
 
 PLAY = ["ct129", "ct130", "ct200", "ct201", "ct300"]
@@ -13,26 +13,22 @@ CLASSES = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell", "ct201": "b
 MEMBERS = {"a6000": ["ct130", "ct129"], "blackwell": ["ct201", "ct200"], "": ["ct300"]}
 
 
-@pytest.mark.parametrize("host, enabled, group, parents", [
-    ("ct129", True, "sglang_canary_a6000", [CANARIES]),
-    ("ct130", True, REST, ["all"]),
-    ("ct200", True, "sglang_canary_blackwell", [CANARIES]),
-    ("ct201", True, REST, ["all"]),
-    ("ct300", True, "sglang_canary_unclassified", [CANARIES]),
-    ("ct129", False, REST, ["all"]),
+@pytest.mark.parametrize("host, enabled, group", [
+    ("ct129", True, CANARIES), ("ct130", True, REST), ("ct200", True, CANARIES), ("ct201", True, REST),
+    ("ct300", True, CANARIES), ("ct129", False, REST),
 ], ids=["first a6000 in play order", "second a6000", "first blackwell", "second blackwell",
         "a host without a class is its own class's canary", "canary off: every host in the rest"])
-def test_phase_picks_the_first_host_of_each_class_in_play_order(host, enabled, group, parents):
+def test_phase_picks_the_first_host_of_each_class_in_play_order(host, enabled, group):
     # (The class's group lists its hosts in the order they were grouped, not the play's.)
-    got = phase(host, CLASSES[host], PLAY, MEMBERS[CLASSES[host]], enabled)
-    assert (got["group"], got["parents"], got["canary"]) == (group, parents, group != REST)
+    got = phase(host, PLAY, MEMBERS[CLASSES[host]], enabled)
+    assert (got["group"], got["canary"]) == (group, group == CANARIES)
     first = {"a6000": "ct129", "blackwell": "ct200", "": "ct300"}[CLASSES[host]]
     assert got["class_canary"] == (first if enabled else None), "every host knows its class's canary"
 
 
-def test_the_groups_are_named_by_class():
-    assert (class_group("a6000"), canary_group("a6000"), class_group(""), canary_group(None)) == (
-        "sglang_class_a6000", "sglang_canary_a6000", "sglang_class_unclassified", "sglang_canary_unclassified")
+def test_the_class_groups_are_named_by_class():
+    assert (class_group("a6000"), class_group(""), class_group(None)) == (
+        "sglang_class_a6000", "sglang_class_unclassified", "sglang_class_unclassified")
 
 
 @pytest.mark.parametrize("canary, report, failure, go, cause", [
