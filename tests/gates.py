@@ -39,6 +39,7 @@ class Gate:
     seconds: float = 0.0
     counts: dict = field(default_factory=dict)
     problem: str = ""
+    failures: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -80,6 +81,20 @@ def junit_counts(paths: list[Path]) -> dict:
     return total
 
 
+def junit_failures(paths: list[Path]) -> list[str]:
+    """One line per failed or erroring test case: its id and the first line of its message.
+
+    CI keeps only the tail of the output, so the names of what failed must come after the table."""
+    lines = []
+    for path in paths:
+        for case in ET.parse(path).getroot().iter("testcase"):
+            for bad in list(case.findall("failure")) + list(case.findall("error")):
+                message = (bad.get("message") or bad.text or "").strip().splitlines()
+                lines.append("%s::%s: %s" % (case.get("classname", ""), case.get("name", ""),
+                                             message[0][:300] if message else bad.tag))
+    return lines
+
+
 def collected(folder: str) -> int:
     """How many tests pytest collects in a folder (the count a run must reach)."""
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", folder],
@@ -95,6 +110,7 @@ def check_counts(gate: Gate) -> None:
         gate.problem = "pytest wrote no results"
         return
     gate.counts = junit_counts(paths)
+    gate.failures = junit_failures(paths)
     wanted = collected(PYTEST_GATES[gate.name])
     if gate.counts["tests"] == 0:
         gate.problem = "no test ran"
@@ -147,6 +163,9 @@ def main(argv: list[str]) -> int:
     text = table(gates, time.monotonic() - started)
     (OUT / "times.md").write_text(text + "\n")
     print("\nmake test: gate times (side-by-side gates share their start; build/gates/times.md)\n" + text)
+    for gate in gates:
+        for line in gate.failures:
+            print("%s FAILED %s" % (gate.name, line))
     return 0 if all(g.passed for g in gates) else 1
 
 

@@ -177,7 +177,7 @@ def test_never_healthy_times_out(nextn):
     proc = deploy("deploy", host, sglang_variant="dflash", sglang_service_health_timeout=NEVER_HEALTHY_TIMEOUT_S, **RETRY)
     rep = rolled_back(proc, host, "timeout")
     assert rep["health"]["state"] == "timeout" and rep["health"]["http_status"] == 503
-    assert NEVER_HEALTHY_TIMEOUT_S <= rep["health"]["elapsed"] < NEVER_HEALTHY_TIMEOUT_S + 10
+    assert NEVER_HEALTHY_TIMEOUT_S <= rep["health"]["elapsed"] < NEVER_HEALTHY_TIMEOUT_S + 20
     assert_back_to(host, before)
 
 

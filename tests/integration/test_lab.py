@@ -16,7 +16,9 @@ from tests.integration.conftest import container_ids
 from tests.integration.labhost import ENV, LABCTL, PREFIX, WORKER, LabHost, labctl, podman
 
 # A lab host must reach "running" (or "degraded") this fast after `podman run`.
-BOOT_BOUND_S = 20.0
+# A guard against a hung boot, not a speed goal (the lab's boot times are in make bench's fleet
+# row): beside molecule on two cores one more container's systemd can take tens of seconds.
+BOOT_BOUND_S = 60.0
 
 DIES_UNIT = """[Unit]
 Description=stand-in for an SGLang server that dies while sizing its memory pool
@@ -146,7 +148,8 @@ def test_unit_that_dies_after_start_looks_active_then_failed(ct129):
     assert "Failed with result 'exit-code'" in journal
     started = _stamp(journal, "Started lab-dies.service")
     failed_at = _stamp(journal, "Failed with result")
-    assert 1.5 < (failed_at - started).total_seconds() < 5
+    # It died after systemd said active; the upper bound only keeps it the same invocation's death.
+    assert 1.5 < (failed_at - started).total_seconds() < 15
 
 
 def _stamp(journal: str, needle: str) -> datetime:

@@ -55,7 +55,7 @@ def test_healthy_once_endpoint_answers_200(gate_host):
     assert res["state"] == "healthy", res.get("msg")
     assert not res.get("failed") and res["changed"] is False
     # The server answers 503 for its first 5 s; ansible's own start-up takes about 1 s of that.
-    assert 2.0 <= res["elapsed"] < 10
+    assert 2.0 <= res["elapsed"] < 20
     assert res["phase"] == "ready" and res["cause"] is None and res["http_status"] == 200
     assert res["ansible_facts"]["sglang_health"]["state"] == "healthy"
 
@@ -123,7 +123,7 @@ def test_timeout_when_never_healthy(gate_host):
     start(gate_host, {"lines": [SERVER_ARGS, *LOADED], "never_ready": True})
     res = run_module("ct129", "inferops.sglang.sglang_health", {"unit": UNIT, "timeout": 4})
     assert res["state"] == "timeout" and res["cause"] == "timeout"
-    assert res["http_status"] == 503 and 4 <= res["elapsed"] < 8
+    assert res["http_status"] == 503 and 4 <= res["elapsed"] < 15
     assert "4 s" in res["hint"] and "last phase: serving" in res["hint"]
 
 
