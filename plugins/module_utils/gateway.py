@@ -40,6 +40,18 @@ def in_flight(loads):
     return sum(int(rank.get("num_running_reqs") or 0) + int(rank.get("num_waiting_reqs") or 0) for rank in ranks)
 
 
+def drain_message(worker_url, count, unknown, seconds, drain_timeout):
+    """What a drain says: drained, requests a restart would cut, or that the worker never said
+    (`unknown`, its last answer) so the whole drain_timeout was waited."""
+    if count == 0:
+        return "%s: out of rotation, 0 requests in flight after %.1f s" % (worker_url, seconds)
+    if count is None:
+        return ("%s: out of rotation; the worker did not say what it has in flight (%s), so the drain "
+                "waited the whole drain_timeout, %s s" % (worker_url, unknown, drain_timeout))
+    return ("%s: out of rotation, %s requests in flight after %.1f s (drain_timeout %s s: a restart now cuts them)"
+            % (worker_url, count, seconds, drain_timeout))
+
+
 def error_text(status, body):
     """The gateway's own error ({"error", "code"}), else the HTTP status and body."""
     if isinstance(body, dict) and body.get("error"):

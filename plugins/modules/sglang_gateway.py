@@ -25,7 +25,7 @@ author:
   - inferops maintainers (@inferops)
 options:
   url:
-    description: The gateway's base URL (its worker API), for example C(http://198.18.1.1:38000).
+    description: The gateway's base URL (its worker API), for example C(http://198.18.1.1:31000).
     type: str
     required: true
   worker_url:
@@ -66,7 +66,7 @@ seealso:
 EXAMPLES = r"""
 - name: Out of the gateway's rotation, requests in flight finished
   inferops.sglang.sglang_gateway:
-    url: http://198.18.1.1:38000
+    url: http://198.18.1.1:31000
     worker_url: http://198.18.1.3:30000
     state: absent
     drain_timeout: 120
@@ -74,7 +74,7 @@ EXAMPLES = r"""
 
 - name: Back into rotation once healthy
   inferops.sglang.sglang_gateway:
-    url: http://198.18.1.1:38000
+    url: http://198.18.1.1:31000
     worker_url: http://198.18.1.3:30000
     state: present
   delegate_to: localhost
@@ -92,7 +92,10 @@ in_flight:
   type: int
   sample: 0
 cut:
-  description: With O(state=absent), requests still in flight when O(drain_timeout) ran out (0 when drained).
+  description:
+    - With O(state=absent), requests still in flight when O(drain_timeout) ran out (0 when drained).
+    - Null when the worker never said what it had in flight (for example no C(/v1/loads), or it wants an API key):
+      the drain then waited the whole O(drain_timeout), and RV(msg) gives the worker's answer.
   returned: always
   type: int
   sample: 0
@@ -120,10 +123,11 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.inferops.sglang.plugins.module_utils.gateway import (
-    error_text, find_worker, in_flight, in_rotation,
+    drain_message, error_text, find_worker, in_flight, in_rotation,
 )
 
 BACKOFF = (0.25, 0.5, 1.0)
+UNAUTHORIZED_HINT = " (the worker wants its --api-key: set worker_api_key)"
 
 
 class Gateway:
@@ -162,17 +166,19 @@ class Gateway:
         return find_worker(listing, self.params["worker_url"])
 
     def worker_in_flight(self):
-        """What the worker says it has in flight; 0 when nothing listens there (nothing can be)."""
+        """(requests the worker says it has in flight, why it said nothing); 0 when nothing
+        listens there (nothing can be in flight), None with the evidence when it did not say."""
         url = self.params["worker_url"].rstrip("/") + "/v1/loads?include=core"
         headers = {"Authorization": "Bearer " + self.params["worker_api_key"]} if self.params["worker_api_key"] else {}
         try:
             resp = open_url(url, headers=headers, validate_certs=self.params["validate_certs"], timeout=5)
-            return in_flight(json.loads(resp.read()))
-        except HTTPError:
-            return None
+            count = in_flight(json.loads(resp.read()))
+            return count, None if count is not None else "GET %s: no per-rank loads in the answer" % url
+        except HTTPError as exc:
+            return None, "GET %s: HTTP %s%s" % (url, exc.code, UNAUTHORIZED_HINT if exc.code in (401, 403) else "")
         except (URLError, OSError, ValueError) as exc:
-            refused = "refused" in str(getattr(exc, "reason", exc)).lower()
-            return 0 if refused else None
+            reason = str(getattr(exc, "reason", exc))
+            return (0, None) if "refused" in reason.lower() else (None, "GET %s: %s" % (url, reason))
 
     def wait(self, done, seconds):
         looks = 0
@@ -193,17 +199,17 @@ class Gateway:
         if worker is not None and worker.get("status") != "draining":
             self.call("DELETE", "%s/workers/%s" % (self.params["url"].rstrip("/"), worker["id"]), key=self.params["api_key"])
         removed_at = time.monotonic()
-        counts = []
+        looks = []
 
         def drained():
-            counts.append(self.worker_in_flight())
-            return counts[-1] == 0
+            looks.append(self.worker_in_flight())
+            return looks[-1][0] == 0
         self.wait(drained, self.params["drain_timeout"])
-        result.update(in_flight=counts[-1], cut=counts[-1] or 0, drained_in=round(time.monotonic() - removed_at, 3))
+        count, unknown = looks[-1]
+        result.update(in_flight=count, cut=count, drained_in=round(time.monotonic() - removed_at, 3))
         result["worker"] = self.entry()
-        result["msg"] = "%s: out of rotation, %s requests in flight after %.1f s%s" % (
-            self.params["worker_url"], "?" if counts[-1] is None else counts[-1], result["drained_in"],
-            "" if counts[-1] == 0 else " (drain_timeout %s s: a restart now cuts them)" % self.params["drain_timeout"])
+        result["msg"] = drain_message(self.params["worker_url"], count, unknown, result["drained_in"],
+                                      self.params["drain_timeout"])
         return result
 
     def present(self):

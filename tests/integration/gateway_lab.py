@@ -3,6 +3,7 @@ lab network, and a bounded load through it: shared by tests/integration/test_gat
 the bench's gateway row."""
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import subprocess
@@ -14,7 +15,10 @@ from contextlib import contextmanager
 from tests.integration.ansible_run import BIN
 from tests.integration.labhost import labctl
 
-PORT = 38000
+# Below the kernel's ephemeral range (32768-60999): polling a port in it on our own address
+# before smg listens can connect the socket to itself (TCP simultaneous open), and the poll
+# reads its own request back as the answer.
+PORT = 31000
 CONCURRENCY = 8
 TOKENS = 24
 LOAD_LIMIT_S = 300   # a load never outlives a stuck deploy by more than this
@@ -134,8 +138,8 @@ def gateway(addresses, log_path):
                 try:
                     if all_ready(url, len(addresses)):
                         break
-                except OSError:
-                    pass
+                except (OSError, http.client.HTTPException):
+                    pass    # not listening yet
                 time.sleep(0.5)
             else:
                 raise AssertionError("smg did not route to every worker: %s" % open(log_path).read()[-2000:])

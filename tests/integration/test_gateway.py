@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
+from tests.integration.ansible_run import LAB_INVENTORY, run_module, run_playbook
 from tests.integration.deploying import invocation, report, reset_service
 from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory
 from tests.integration.labhost import REPORTS, LabHost, labctl
@@ -42,7 +42,7 @@ def fleet(lab, tmp_path_factory):
     try:
         with gateway(addresses, folder / "smg.log") as url:
             inventories["gateway"].write_text(host_inventory(placed, gateway=url))
-            yield {"gateway": url, "inventories": inventories, "hosts": hosts}
+            yield {"gateway": url, "inventories": inventories, "hosts": hosts, "addresses": addresses}
     finally:
         for host in hosts.values():
             reset_service(host)
@@ -97,9 +97,20 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
     assert "# variant dflash," in ct200.run(["cat", "/etc/systemd/system/sglang.service"]).stdout
     assert all_ready(fleet["gateway"], 3)
 
+    # A worker that does not say what it has in flight (a path where it answers 404, as an SGLang
+    # without /v1/loads does): the drain waits the whole drain_timeout, and says why; nothing is
+    # claimed drained.
+    blind = run_module("localhost", "inferops.sglang.sglang_gateway", {
+        "url": fleet["gateway"], "worker_url": "http://%s:30000/older" % fleet["addresses"]["ct200"],
+        "state": "absent", "drain_timeout": 2})
+    assert blind["in_flight"] is None and blind["cut"] is None and blind["drained_in"] >= 2, blind
+    assert "did not say what it has in flight" in blind["msg"] and "HTTP 404" in blind["msg"], blind["msg"]
+    assert all_ready(fleet["gateway"], 3), "a worker the gateway does not list was not taken out"
+
     # The control, the same kind of switch without the gateway option: the load would see a
     # failure if there were one.
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "plain", "deploy_nextn", "ct200")
     assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)
+

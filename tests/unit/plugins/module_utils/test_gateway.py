@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.gateway import (
-    error_text, find_worker, in_flight, in_rotation,
+    drain_message, error_text, find_worker, in_flight, in_rotation,
 )
 
 LISTING = {"workers": [{"id": "a", "url": "http://198.18.1.2:30000", "is_healthy": True, "status": "ready"},
@@ -44,3 +44,17 @@ def test_the_gateways_own_error_is_kept():
     body = {"error": "Worker already exists at URL 'http://w'", "code": "WORKER_ALREADY_EXISTS"}
     assert error_text(409, body) == "Worker already exists at URL 'http://w' (WORKER_ALREADY_EXISTS, HTTP 409)"
     assert error_text(502, "Bad Gateway") == "HTTP 502: Bad Gateway"
+
+
+W = "http://198.18.1.2:30000"
+
+
+@pytest.mark.parametrize("count, unknown, said", [
+    (0, None, W + ": out of rotation, 0 requests in flight after 1.5 s"),
+    (3, None, W + ": out of rotation, 3 requests in flight after 1.5 s (drain_timeout 60 s: a restart now cuts them)"),
+    (None, "GET %s/v1/loads?include=core: HTTP 404" % W,
+     W + ": out of rotation; the worker did not say what it has in flight (GET %s/v1/loads?include=core: HTTP 404),"
+     " so the drain waited the whole drain_timeout, 60 s" % W),
+], ids=["drained", "cut at the timeout", "the worker never said"])
+def test_drain_message(count, unknown, said):
+    assert drain_message(W, count, unknown, 1.5, 60) == said
