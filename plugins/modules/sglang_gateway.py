@@ -94,7 +94,7 @@ in_flight:
 cut:
   description:
     - With O(state=absent), requests still in flight when O(drain_timeout) ran out (0 when drained).
-    - Null when the worker never said what it had in flight (for example no C(/v1/loads), or it wants an API key):
+    - Null when the worker never said what it had in flight (for example no C(/v1/loads), or it wants an API key);
       the drain then waited the whole O(drain_timeout), and RV(msg) gives the worker's answer.
   returned: always
   type: int

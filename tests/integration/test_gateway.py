@@ -113,4 +113,3 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
         proc = deploy_through(fleet, "plain", "deploy_nextn", "ct200")
     assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)
-
