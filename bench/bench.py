@@ -5,7 +5,9 @@ Rows: failure detection (journal's "Failed with result" to sglang_health's verdi
 naive `uri` + `until` loop with `delay: 5`), rollback overhead, the idempotent re-run beside an
 empty, a ping and a `/health`-only play, fleet deploys to 1-16 hosts and a rolling deploy that
 stops at a failure, and journal classification of 10k/100k/1M-line invocations (seconds and
-peak memory of the reader on the host). `python bench/bench.py ROW...` measures only those rows.
+peak memory of the reader on the host), and the gateway rollout. `python bench/bench.py ROW...`
+measures only those rows and puts them into bench/results.md in place of the earlier run's,
+under a line that says which rows, when and by which command.
 """
 from __future__ import annotations
 
@@ -312,7 +314,14 @@ def tasks_run(proc):
 
 
 FLEET = ["fleet%02d" % i for i in range(1, 17)]
-ALL_ROWS = {"journal", "detection", "rollback", "idempotent", "fleet", "gateway"}
+# The table's rows in order, each kind with how its lines begin (a partial run replaces its own).
+ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback overhead",),
+             "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
+             "journal": ("| journal classification",), "gateway": ("| gateway",)}
+ALL_ROWS = set(ROW_ORDER)
+TABLE_HEAD = ["| measurement | result | baseline / goal |", "| --- | --- | --- |"]
+GATEWAY_TAIL = "\nThe gateway rollout's fleet summary"
+AGAIN = " measured alone"
 NOTES = """Notes: lab hosts are podman containers on this machine; the stand-in starts in a fixed ~5 s
 (lab/sim_defaults.json) and the deploy gate settles 7 s (inventory/lab). The playbook rows reach
 the hosts as production is reached: SSH with ControlPersist and pipelining (`labctl inventory
@@ -479,6 +488,31 @@ def progress(name, measure):
     return result
 
 
+def results_text(header, rows, gateway_tail):
+    """bench/results.md: the header, the table in ROW_ORDER, the notes, the gateway's summary."""
+    lines = ["# inferops.sglang benchmarks", "", header, ""] + TABLE_HEAD
+    lines += [line for kind in ROW_ORDER for line in rows.get(kind, [])]
+    return "\n".join(lines) + "\n\n" + NOTES + gateway_tail
+
+
+def merged_results(old, measured, rows, gateway_tail, started):
+    """An earlier run's results with the rows of the `measured` kinds replaced by this run's,
+    under a line saying which rows were measured alone, when, and by which command."""
+    old_lines = old.splitlines()
+    prose = [line for line in old_lines[1:] if line and not line.startswith("|")]
+    header = prose[:1] or ["(no full run on record)"]
+    # An earlier partial run's line stays while one of its rows is still the table's.
+    header += [line for line in prose[1:] if AGAIN in line
+               and set(line.split(": ", 1)[1].split(AGAIN)[0].split(", ")) - set(measured)]
+    kinds = sorted(measured)
+    header.append("%s: %s%s (`python bench/bench.py %s`)." % (started, ", ".join(kinds), AGAIN, " ".join(kinds)))
+    merged = dict((kind, rows[kind] if kind in measured else
+                   [line for line in old_lines if line.startswith(ROW_ORDER[kind])]) for kind in ROW_ORDER)
+    if "gateway" not in measured and GATEWAY_TAIL in old:
+        gateway_tail = old[old.index(GATEWAY_TAIL):]
+    return results_text("\n".join(header), merged, gateway_tail)
+
+
 def main():
     labctl("up", "ct129:a6000", "ct200:blackwell")
     reach_over_ssh()
@@ -490,20 +524,22 @@ def main():
     idempotent = progress("idempotent", bench_idempotent) if "idempotent" in only else None
     fleet = progress("fleet", bench_fleet) if "fleet" in only else None
     gateway_row = progress("gateway", bench_gateway) if "gateway" in only else None
-    lines = ["# inferops.sglang benchmarks", "",
-             "%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
-             "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
-             "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
-                                        REPS, FLEET_REPS, REPS, FLEET_REPS), "",
-             "| measurement | result | baseline / goal |", "| --- | --- | --- |"]
+    header = ("%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
+              "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
+              "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
+                                         REPS, FLEET_REPS, REPS, FLEET_REPS))
+    rows = dict((kind, []) for kind in ROW_ORDER)
+    lines = rows["detection"]
     for row in detection:
         lines.append("| failure detection, %s: journal's `Failed with result` to sglang_health's verdict | "
                      "median %.2f s, max %.2f s | naive `uri`+`until` (delay 5, retries 12): no verdict, gave up after "
                      "%.0f s; goal <= 1 s |" % (row["kind"], row["median"], row["max"], row["naive"]))
+    lines = rows["rollback"]
     if rollback:
         lines.append("| rollback overhead: failed gate (kv_pool_oom) to NEXTN healthy, minus NEXTN's own start-up | "
                      "median %.1f s (max %.1f s): %.1f s in all, of which start-up %.1f s | goal <= 10 s |" % (
                          rollback["overhead"], rollback["max"], rollback["total"], rollback["startup"]))
+    lines = rows["idempotent"]
     if idempotent:
         lines.append("| idempotent re-run of `deploy_ddtree.yml` on a converged healthy host (0 changed, same InvocationID; "
                      "%d tasks) | %.1f s (first deploy %.0f s) | a play with the same fact gathering (its one `sglang_facts` "
@@ -514,6 +550,7 @@ def main():
                          idempotent["deploy"] / idempotent["empty"], idempotent["ping"],
                          idempotent["deploy"] / idempotent["ping"], idempotent["health"],
                          idempotent["deploy"] / idempotent["health"]))
+    lines = rows["fleet"]
     if fleet:
         one = fleet["rows"][0]["wall"]
         for row in fleet["rows"]:
@@ -531,6 +568,7 @@ def main():
                      "batches must not start |" % (roll["wall"], roll["rc"], roll["last_batch_untouched"],
                                                    roll["all_healthy"], ", ".join(
                                                        "%s %s" % kv for kv in sorted(roll["variants"].items()))))
+    lines = rows["journal"]
     base = journal[0]["seconds"] / journal[0]["lines"] if journal else 1
     for row in journal:
         lines.append("| journal classification, %s-line invocation (reader on the host) | %.3f s, reader peak RSS "
@@ -538,22 +576,24 @@ def main():
                          "{:,}".format(row["lines"]), row["seconds"], row["reader_rss"], row["journalctl_rss"],
                          row["journalctl_seconds"], row["seconds"] / row["journalctl_seconds"],
                          (row["seconds"] / row["lines"]) / base, "; goal 100k <= 1 s" if row["lines"] == 100_000 else ""))
-    last = []
+    gateway_tail = ""
     if gateway_row:
-        lines += gateway_lines(gateway_row)
+        rows["gateway"] += gateway_lines(gateway_row)
         drain, plain = gateway_row["drain"], gateway_row["plain"]
-        last = ["", "gateway rollout: sent %d, failed %d; without drain: sent %d, failed %d" % (
-            drain["sent"], drain["failed"], plain["sent"], plain["failed"])]
-    text = "\n".join(lines) + "\n\n" + NOTES
-    if gateway_row:
-        text += "\nThe gateway rollout's fleet summary (the callback's table):\n\n" + "\n".join(
-            "    " + line for line in gateway_row["summary"]) + "\n"
-    text += "\n".join(last) + ("\n" if last else "")
-    print(text)
-    if only == ALL_ROWS and FLEET_SIZES == [1, 4, 8, 16]:
-        (REPO / "bench" / "results.md").write_text(text)
+        table = "\n".join("    " + line for line in gateway_row["summary"])
+        last = "gateway rollout: sent %d, failed %d; without drain: sent %d, failed %d" % (
+            drain["sent"], drain["failed"], plain["sent"], plain["failed"])
+        gateway_tail = "%s (the callback's table):\n\n%s\n\n%s\n" % (GATEWAY_TAIL, table, last)
+    results = REPO / "bench" / "results.md"
+    if only == ALL_ROWS:
+        text = results_text(header, rows, gateway_tail)
     else:
-        print("(only %s measured: bench/results.md left as it was)" % ", ".join(sorted(only)))
+        text = merged_results(results.read_text() if results.exists() else "", only, rows, gateway_tail, started)
+    print(text)
+    if "fleet" in only and FLEET_SIZES != [1, 4, 8, 16]:
+        print("(fleet sizes %s are not the table's: bench/results.md left as it was)" % FLEET_SIZES)
+    else:
+        results.write_text(text)
 
 
 if __name__ == "__main__":
