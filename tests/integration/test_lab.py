@@ -15,9 +15,9 @@ from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
 from tests.integration.conftest import container_ids
 from tests.integration.labhost import ENV, LABCTL, PREFIX, WORKER, LabHost, labctl, podman
 
-# A lab host must reach "running" (or "degraded") this fast after `podman run`.
-# A guard against a hung boot, not a speed goal (the lab's boot times are in make bench's fleet
-# row): beside molecule on two cores one more container's systemd can take tens of seconds.
+# A lab host must reach "running" (or "degraded") within this after `podman run`: a guard
+# against a hung boot, not a speed goal (beside molecule on two cores one more container's
+# systemd can take tens of seconds).
 BOOT_BOUND_S = 60.0
 
 DIES_UNIT = """[Unit]
