@@ -80,8 +80,10 @@ def describe(host, holder, age, dead, break_stale):
         holder.get("user"), holder.get("controller"), holder.get("pid"), holder.get("playbook"))
     text = "%s is locked by another deploy: %s since %s (%s s ago)." % (host, who, holder.get("since"), age)
     if dead:
-        return text + " That process is gone: the lock is stale. Re-run with -e gpu_preflight_break_lock=true " \
-                      "to break it."
+        return text + " That process is gone: the lock is stale, and that deploy may have stopped mid-switch. " \
+                      "playbooks/status.yml says what the host runs (UNVERIFIED: a switch never confirmed; the " \
+                      "host's guard restores the known-good by itself at its deadline) and playbooks/rollback.yml " \
+                      "brings the known-good back now. Re-run with -e gpu_preflight_break_lock=true to break it."
     if break_stale:
         return text + " It is still running (or ran on another controller and is younger than max_age): " \
                       "not breaking a live lock."

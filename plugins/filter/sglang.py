@@ -10,7 +10,8 @@ __metaclass__ = type
 # Each filter has its own documentation beside this file: plugins/filter/<filter>.yml.
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, release
+from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, guard, release
+from ansible_collections.inferops.sglang.plugins.module_utils import envelope as envelope_check
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.memory_fit import estimate, explain
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import FAILING_VERDICTS, settle_baseline
@@ -294,14 +295,17 @@ def sglang_rollback_plan(facts, check):
         raise AnsibleFilterError(str(exc))
 
 
-def sglang_rollback_result(rollback, host, unit, restored=True):
-    """playbooks/rollback.yml's last word: {ok, msg}. `rollback` as for sglang_deploy_diagnosis."""
+def sglang_rollback_result(rollback, host, unit, restored=True, guard_result=None):
+    """playbooks/rollback.yml's last word: {ok, msg}. `rollback` as for sglang_deploy_diagnosis;
+    `guard_result`: what the host's guard did on its own before (sglang_facts' guard), said first."""
     rollback = _plain(rollback) or {}
+    before = guard.said(_plain(guard_result))
+    first = "%s: earlier, %s.\n" % (host, before) if before else ""
     if not restored:
-        return {"ok": True, "msg": "%s: the known-good service already serves, healthy: left alone" % host}
+        return {"ok": True, "msg": first + "%s: the known-good service already serves, healthy: left alone" % host}
     gate, leftovers = rollback.get("gate") or {}, rollback.get("leftovers") or {}
     return {"ok": gate.get("state") == "healthy",
-            "msg": "%s: %s" % (host, _rollback(gate, rollback.get("known_good"), unit, leftovers))}
+            "msg": first + "%s: %s" % (host, _rollback(gate, rollback.get("known_good"), unit, leftovers))}
 
 
 def _health_word(facts):
@@ -320,13 +324,29 @@ def sglang_status(facts, host, last=None):
     running = facts.get("deployed") or {}
     known_good = facts.get("known_good_record") or {}
     unit = facts.get("unit") or {}
+    pending = facts.get("pending") or {}
+    what = ("%s UNVERIFIED (a switch began at %s and was never confirmed)"
+            % (str(pending.get("variant") or "?").upper(), deploy_plan.utc(pending.get("started")))
+            if pending else str(running.get("variant") or "none").upper())
+    kept = str(known_good.get("variant") or "none").upper()
+    if facts.get("known_good_problem"):
+        kept = ("%s %s" % (str(known_good.get("variant") or "").upper(), facts["known_good_problem"])).strip()
     line = "%s: %s from %s, %s (%s/%s); known-good %s; last deploy: %s %s" % (
-        host, str(running.get("variant") or "none").upper(), str(running.get("release") or "-").rstrip("/").rsplit("/", maxsplit=1)[-1],
+        host, what, str(running.get("release") or "-").rstrip("/").rsplit("/", maxsplit=1)[-1],
         _health_word(facts), unit.get("active_state"), unit.get("sub_state"),
-        str(known_good.get("variant") or "none").upper(), last.get("outcome") or "no report", last.get("time") or "")
+        kept, last.get("outcome") or "no report", last.get("time") or "")
+    line = line.rstrip()
+    if facts.get("guard"):
+        line += "\n  the host's guard: " + guard.said(facts["guard"])
     if last.get("diagnosis"):
         line += "\n  " + "\n  ".join(str(last["diagnosis"]).splitlines())
     return line.rstrip()
+
+
+def sglang_envelope_problems(envelope, overrides=None):
+    """The envelope's and the host's overrides' problems by type and range, each under the
+    user's variable name (module_utils/envelope.py); [] when there is none."""
+    return envelope_check.problems(_plain(envelope), _plain(overrides))
 
 
 def sglang_task_result(result):
@@ -405,6 +425,7 @@ class FilterModule(object):
             "sglang_perf_baseline": sglang_perf_baseline,
             "sglang_task_result": sglang_task_result,
             "sglang_status": sglang_status,
+            "sglang_envelope_problems": sglang_envelope_problems,
             "sglang_deploy_diagnosis": sglang_deploy_diagnosis,
             "sglang_needs_read": sglang_needs_read,
             "sglang_prunable": sglang_prunable,

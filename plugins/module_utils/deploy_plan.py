@@ -16,8 +16,9 @@ __metaclass__ = type
 
 import hashlib
 import json
+import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils import adoption
+from ansible_collections.inferops.sglang.plugins.module_utils import adoption, guard
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     FAILING_VERDICTS, judge, recorded_baseline,
@@ -94,6 +95,35 @@ def snapshot_record(facts, paths):
         "has_secrets": facts["checksums"].get(paths["secrets"]) is not None,
     })
     return record
+
+
+def unverified(facts, paths):
+    """Why what runs is not known to have passed its gates (None when it is): a switch a deploy
+    began and never confirmed (its pending record), or our files that no longer hash to the
+    deploy record of what passed (written since, by hand or by a deploy that never finished).
+    A record older than 0.3.0 names no hashes and is taken at its word."""
+    pending = facts.get("pending")
+    if pending:
+        return ("a switch to %s began at %s and was never confirmed (its gates did not pass)"
+                % (str(pending.get("variant") or "?").upper(), utc(pending.get("started"))))
+    deployed = facts.get("deployed") or {}
+    hashes = deployed.get("config_sha1")
+    if not hashes:
+        return None
+    checksums = facts.get("checksums") or {}
+    differ = [paths[name] for name in CONFIG if name in hashes and checksums.get(paths[name], hashes[name]) != hashes[name]]
+    if differ:
+        return ("%s differ from the deploy record of the %s that passed its gates"
+                % (", ".join(differ), str(deployed.get("variant") or "?").upper()))
+    return None
+
+
+def utc(epoch):
+    """A record's epoch seconds as the messages say them."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(epoch)))
+    except (TypeError, ValueError):
+        return "?"
 
 
 def snapshot_files(adopt, paths, checksums):
@@ -187,12 +217,14 @@ def plan(wants, facts):
     stale = stale_files(desired, paths, checksums)
     differs = any(stale.values())
     pending = restart_pending(paths, facts)
-    healthy = bool(facts.get("healthy"))
+    doubt = unverified(facts, paths)
+    # What runs unverified is treated as not healthy: a re-run restarts into this and gates it.
+    healthy = bool(facts.get("healthy")) and not facts.get("pending")
     release_present = bool(wants.get("release_built")) or checksums.get(wants["release_marker"]) is not None
     locked_by = facts.get("locked_by")
-    converged = healthy and not differs and release_present and locked_by is None and not pending
+    converged = healthy and not differs and release_present and locked_by is None and not pending and doubt is None
     # (Not only a write restarts into it: an adopted host keeps the failed unit's files, stopped.)
-    earlier = not_retried(facts, differs or pending or not healthy, wants.get("retry_rolled_back"))
+    earlier = not_retried(facts, differs or pending or not healthy or doubt is not None, wants.get("retry_rolled_back"))
     # A stopped run touches nothing: no write, no snapshot, no restart, no gate (the outcome says why).
     go = earlier is None
     write = [name for name in CONFIG if stale[name]] if go else []
@@ -200,13 +232,19 @@ def plan(wants, facts):
     # What serves now, and becomes the known-good: the hand-made unit being adopted (whenever
     # the deploy goes on, as it is stopped), else ours when its files change.
     serving = adopt["healthy"] if adopt else healthy
-    snapshot = go and serving if adopt else changes and healthy and not pending
+    snapshot = go and serving if adopt else changes and healthy and not pending and doubt is None
+    if not adopt and go and changes and healthy and not pending and doubt and not facts.get("pending"):
+        # Files edited since their deploy passed: they would become the known-good unproven.
+        raise InputError("%s: the running service cannot become the known-good: %s. Nothing was changed. Run "
+                         "playbooks/rollback.yml to bring the known-good back, or deploy again what runs."
+                         % (wants.get("host", "?"), doubt))
     checker = wants.get("checker") or {}
     perf_gate = wants.get("perf_gate") or {}
     recorded = recorded_baseline(facts.get("deployed"), perf_gate.get("workload"))
-    restart = go and (differs or pending or not healthy)
+    restart = go and (differs or pending or not healthy or doubt is not None)
     decided = {
         "config_id": config_id(desired),
+        "config_sha1": dict((name, sha1(desired[name])) for name in CONFIG if desired[name] or name != "secrets"),
         "converged": converged,
         "gate": converged_gate(facts) if converged else None,
         "stale": stale,
@@ -234,7 +272,11 @@ def plan(wants, facts):
         "recorded_baseline": recorded,
         "running_variant": (adopt or facts.get("deployed") or {}).get("variant") or "known-good",
         # What the host ran before this deploy, for the report and the fleet summary (None: nothing of ours).
-        "before": (adopt or facts.get("deployed") or {}).get("variant"),
+        "before": before(adopt, facts),
+        "unverified": doubt,
+        # What the host's guard did on its own since the last switch, said first in the report.
+        "earlier": ("%s: earlier, %s." % (wants.get("host", "?"), guard.said(facts["guard"])))
+        if facts.get("guard") else None,
         "restart": restart,
         "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service"),
                               adopt["unit"] if adopt and go else None),
@@ -246,10 +288,23 @@ def plan(wants, facts):
     return decided
 
 
+def before(adopt, facts):
+    """What the host ran before this deploy, as the report and the fleet summary say it (None:
+    nothing of ours). A pending switch runs its variant, unverified."""
+    pending = facts.get("pending")
+    if pending and not adopt:
+        return "%s (unverified)" % pending.get("variant")
+    return (adopt or facts.get("deployed") or {}).get("variant")
+
+
 def rollback_plan(facts, host, unit, unit_path, state_dir):
     """What playbooks/rollback.yml does, from sglang_facts' read: restore (True) unless the
     known-good service already serves - healthy, from its own unit, on the known-good's
     bytes. InputError when the host keeps no known-good service."""
+    if facts.get("known_good_problem"):
+        raise InputError("%s: the known-good service is %s. Nothing was restored and the running service was not "
+                         "touched. Put the missing files back, or deploy a working variant (playbooks/deploy_nextn.yml) "
+                         "to take a new known-good." % (host, facts["known_good_problem"]))
     if not facts.get("known_good"):
         raise InputError("%s: NO KNOWN-GOOD SERVICE on this host (%s/known-good/ is empty): nothing to roll back "
                          "to. Deploy a working variant, e.g. playbooks/deploy_nextn.yml." % (host, state_dir))
@@ -262,7 +317,8 @@ def rollback_plan(facts, host, unit, unit_path, state_dir):
         serving = bool(seen.get("healthy")) and intact and not ours_running
     else:
         serving = bool(facts.get("healthy")) and (facts.get("checksums") or {}).get(unit_path) == kept.get(unit)
-    return {"restore": not serving}
+    # A pending switch is restored whatever it answers: it never passed its gates.
+    return {"restore": not serving or bool(facts.get("pending"))}
 
 
 def rejoin_gateway(drained, ended, rollback_gate):
@@ -380,7 +436,9 @@ def host_record(the_plan, ended, run):
                                 "cause": ended["cause"] or "?", "release": run.get("release")}}
     if ended["record_deployed"]:
         deployed = {"variant": run.get("variant"), "release": run.get("release"),
-                    "server_args": run.get("server_args"), "perf": ended["deployed_perf"]}
+                    "server_args": run.get("server_args"), "perf": ended["deployed_perf"],
+                    # What passed the gates, by name and by hash: a later snapshot checks the files against it.
+                    "config_id": the_plan.get("config_id"), "config_sha1": the_plan.get("config_sha1")}
         if the_plan.get("adopted_from"):
             deployed["adopted_from"] = the_plan["adopted_from"]
         return {"deployed": deployed}

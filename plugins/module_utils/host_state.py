@@ -30,6 +30,8 @@ KNOWN_GOOD = "known-good"
 META = "meta.json"
 DEPLOYED = "deployed.json"
 ROLLED_BACK = "rolled-back"
+# The files a known-good snapshot of our own unit must hold (an adopted one names its own).
+OWN_FILES = ("unit", "sglang.env")
 
 
 def read_json(path):
@@ -85,13 +87,61 @@ def known_good_dir(state_dir):
     return None
 
 
+def known_good_dir_any(state_dir):
+    """The known-good folder that holds anything at all (a broken one included), or None."""
+    for name in (KNOWN_GOOD, KNOWN_GOOD + ".prev"):
+        path = os.path.join(state_dir, name)
+        if os.path.isdir(path) and os.listdir(path):
+            return path
+    return None
+
+
 def known_good(state_dir):
-    """(record, {file name: sha1}) of the known-good snapshot; (None, {}) when there is none."""
+    """(record, {file name: sha1}) of the known-good snapshot; (None, {}) when there is none
+    or its meta.json does not parse (known_good_problem() says which)."""
     folder = known_good_dir(state_dir)
     if folder is None:
         return None, {}
     names = sorted(n for n in os.listdir(folder) if n != META)
     return read_json(os.path.join(folder, META)), dict((n, sha1_of(os.path.join(folder, n))) for n in names)
+
+
+def expected_files(record, unit):
+    """{stored name: sha1 or None} a known-good's record says it keeps: the hashes it wrote
+    (since 0.3.0), else, for an older record, the names it must hold (hashes unknown)."""
+    if isinstance(record.get("files"), dict):
+        return dict(record["files"])
+    adopted = record.get("adopted")
+    if adopted:
+        return dict((f.get("name"), f.get("sha1")) for f in adopted.get("files") or ())
+    names = [unit, "sglang.env"] + (["secrets.yaml"] if record.get("has_secrets") else [])
+    return dict((name, None) for name in names)
+
+
+def known_good_problem(state_dir, unit):
+    """Why the known-good snapshot cannot be trusted, said with what is missing or wrong; None
+    when it is complete and true, or when there is none at all (no_known_good says that)."""
+    folder = known_good_dir_any(state_dir)
+    if folder is None:
+        return None
+    meta = os.path.join(folder, META)
+    if not os.path.isfile(meta):
+        return "incomplete: %s has no %s (its deploy record)" % (folder, META)
+    record = read_json(meta)
+    if not isinstance(record, dict):
+        return "corrupt: %s does not parse as a deploy record" % meta
+    missing, wrong = [], []
+    for name, digest in sorted(expected_files(record, unit).items()):
+        have = sha1_of(os.path.join(folder, name))
+        if have is None:
+            missing.append(name)
+        elif digest is not None and have != digest:
+            wrong.append(name)
+    said = (["missing " + ", ".join(missing)] if missing else []) + \
+        (["changed since the snapshot: " + ", ".join(wrong)] if wrong else [])
+    if not said:
+        return None
+    return "%s: %s in %s" % ("incomplete" if missing else "corrupt", "; ".join(said), folder)
 
 
 def _recover(state_dir):
@@ -156,6 +206,8 @@ def snapshot_known_good(state_dir, files, record, gid, check=False):
     """Make `files` (the running unit, env, secrets; or an adopted unit's files) and `record`
     the known-good snapshot, all at once. True when the snapshot changed."""
     wanted = dict((name, _read_bytes(f)) for name, f in zip(stored_names(files), files))
+    # meta.json names every file it keeps with its hash: a restore checks them before trusting them.
+    record = dict(record, files=dict((name, hashlib.sha1(data).hexdigest()) for name, data in wanted.items()))
     wanted[META] = dump_json(record).encode("utf-8")
     folder = known_good_dir(state_dir)
     if folder is not None and _folder_holds(folder, wanted):
@@ -209,6 +261,26 @@ def restore_known_good(state_dir, targets, check=False):
     if put_file(deployed, dump_json(record).encode("utf-8"), 0o644, 0, 0, check):
         changed.append(deployed)
     return record, changed
+
+
+def service_files(unit_dir, unit, state_dir, gid):
+    """(config key, path, mode, uid, gid) of the files the service reads."""
+    return [("unit", os.path.join(unit_dir, unit), 0o644, 0, 0),
+            ("env", os.path.join(state_dir, "sglang.env"), 0o640, 0, gid),
+            ("secrets", os.path.join(state_dir, "secrets.yaml"), 0o640, 0, gid)]
+
+
+def restore_entries(unit_dir, unit, state_dir, gid, record):
+    """(kind, stored name, path, mode, uid, gid) of each file the known-good puts back: an
+    adopted unit's own files where they were, with their modes and owners; else our unit,
+    env and (with a known-good that had one) secrets."""
+    adopted = (record or {}).get("adopted")
+    if adopted:
+        return [(f["kind"], f["name"], f["path"], int(str(f["mode"]), 8), int(f["uid"]), int(f["gid"]))
+                for f in adopted["files"]]
+    return [(name, os.path.basename(path), path, mode, uid, file_gid)
+            for name, path, mode, uid, file_gid in service_files(unit_dir, unit, state_dir, gid)
+            if name != "secrets" or (record or {}).get("has_secrets")]
 
 
 def rolled_back_path(state_dir, config_id):

@@ -55,7 +55,9 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Takes and releases the lock in check mode too, so a check run cannot overlap a deploy.
+    description:
+      - Writes nothing in check mode - the lock file included. A check run still fails on a lock another
+        live run holds, and says that it would break a stale one (RV(would_break)).
   diff_mode:
     support: none
     description: Nothing to diff.
@@ -86,6 +88,10 @@ age:
 broken:
   description: Whether this call broke another run's lock.
   returned: always
+  type: bool
+would_break:
+  description: In check mode, whether a real run would break another run's (stale) lock.
+  returned: in check mode
   type: bool
 last_released:
   description:
@@ -155,6 +161,17 @@ def mark_released(path):
         fh.write("%.6f\n" % time.time())
 
 
+def check_only(module, path, owner, done):
+    """Check mode: read the lock, write nothing (a check run must leave the host as it was)."""
+    holder = read_lock(path) if os.path.exists(path) else None
+    if module.params["state"] == "absent" or holder is None or holder.get("run_id") == owner.get("run_id"):
+        done(broken=False, would_break=False, last_released=last_released(path))
+    age = time.time() - float(holder.get("taken") or 0)
+    if module.params["force"] or (module.params["break_stale"] and age > module.params["max_age"]):
+        done(broken=False, would_break=True, held_by=holder, age=round(age, 1), last_released=last_released(path))
+    module.fail_json(msg="locked by another deploy", held_by=holder, age=round(age, 1), broken=False, elapsed=0.0)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -172,6 +189,9 @@ def main():
 
     def done(**kw):
         module.exit_json(changed=False, elapsed=round(time.monotonic() - started, 3), **kw)
+
+    if module.check_mode:
+        check_only(module, path, owner, done)
 
     if module.params["state"] == "absent":
         holder = read_lock(path) if os.path.exists(path) else None

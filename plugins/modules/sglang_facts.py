@@ -180,6 +180,22 @@ ansible_facts:
           description: File name -> SHA-1 of the known-good snapshot's unit, env and secrets.
           type: dict
           sample: {sglang.service: 5b1c3d2e}
+        known_good_problem:
+          description:
+            - Why the known-good snapshot cannot be trusted (incomplete or corrupt, with what is missing
+              or changed), or null when it is complete and true or there is none.
+          type: str
+          sample: "incomplete: missing sglang.env in /etc/sglang/known-good"
+        pending:
+          description:
+            - The switch a deploy began and has not confirmed (C(pending.json), written by
+              M(inferops.sglang.sglang_guard) before the restart), or null. What runs is unverified.
+          type: dict
+          sample: {config_id: 3f9a0c1d2e4b5a69, variant: ddtree, started: 1796111180.2, deadline: 1796111510.2}
+        guard:
+          description: What the host's guard last did on its own (C(guard.json)), or null.
+          type: dict
+          sample: {restored: nextn, healthy: true, seconds: 5.1, reason: deadline}
         models:
           description: Model folder -> its parsed C(config.json), or null when it has none.
           type: dict
@@ -251,8 +267,9 @@ from ansible.module_utils.six.moves.urllib.parse import urlsplit, urlunsplit
 from ansible_collections.inferops.sglang.plugins.module_utils import adoption
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, listeners
+from ansible_collections.inferops.sglang.plugins.module_utils import guard
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
-    DEPLOYED, known_good, layout_drift, model_configs, modified_since, observe_layout, read_json, rolled_back_path, sha1_of,
+    DEPLOYED, known_good, known_good_problem, layout_drift, model_configs, modified_since, observe_layout, read_json, rolled_back_path, sha1_of,
     stored_names,
 )
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
@@ -380,6 +397,9 @@ def main():
         "known_good": record is not None and (params["unit"] in snapshot_files or bool(record.get("adopted"))),
         "known_good_record": record,
         "known_good_files": snapshot_files,
+        "known_good_problem": known_good_problem(params["state_dir"], params["unit"]),
+        "pending": guard.read_pending(params["state_dir"]),
+        "guard": guard.read_result(params["state_dir"]),
         "models": model_configs(params["models"]),
         "layout_drift": layout_drift(params["layout"], observe_layout(params["layout"])) if params["layout"] else [],
         "started_at": main_started,

@@ -175,9 +175,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
-    DEPLOYED, KNOWN_GOOD, META, dump_json, known_good_dir, put_file, read_json, restore_known_good,
-    rolled_back_path, snapshot_known_good,
+    DEPLOYED, KNOWN_GOOD, META, dump_json, known_good_dir, known_good_problem, put_file, read_json,
+    restore_entries, restore_known_good, rolled_back_path, snapshot_known_good,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils.host_state import service_files as host_service_files
 
 
 def read_text(path):
@@ -208,9 +209,7 @@ def snapshot(module, params):
 
 def service_files(params, gid):
     """(config key, path, mode, uid, gid) of the files the service reads."""
-    return [("unit", os.path.join(params["unit_dir"], params["unit"]), 0o644, 0, 0),
-            ("env", os.path.join(params["state_dir"], "sglang.env"), 0o640, 0, gid),
-            ("secrets", os.path.join(params["state_dir"], "secrets.yaml"), 0o640, 0, gid)]
+    return host_service_files(params["unit_dir"], params["unit"], params["state_dir"], gid)
 
 
 def file_diff(name, path, before, after):
@@ -249,24 +248,17 @@ def switch(module, params):
     return result
 
 
-def restore_entries(params, gid, record):
-    """(kind, stored name, path, mode, uid, gid) of each file the known-good puts back: an
-    adopted unit's own files where they were, with their modes and owners; else our unit,
-    env and (with a known-good that had one) secrets."""
-    adopted = (record or {}).get("adopted")
-    if adopted:
-        return [(f["kind"], f["name"], f["path"], int(str(f["mode"]), 8), int(f["uid"]), int(f["gid"]))
-                for f in adopted["files"]]
-    return [(name, os.path.basename(path), path, mode, uid, file_gid)
-            for name, path, mode, uid, file_gid in service_files(params, gid)
-            if name != "secrets" or (record or {}).get("has_secrets")]
-
-
 def restore(module, params):
     gid = group_id(module, params["group"])
+    problem = known_good_problem(params["state_dir"], params["unit"])
+    if problem:
+        module.fail_json(msg="%s: the known-good service is %s. Nothing was restored and the running service was "
+                             "not touched: put the missing files back, or deploy a working variant "
+                             "(playbooks/deploy_nextn.yml) to take a new known-good." % (params["unit"], problem),
+                         problem=problem, elapsed=0.0)
     folder = known_good_dir(params["state_dir"])
     record = read_json(os.path.join(folder, META)) if folder else None
-    entries = restore_entries(params, gid, record)
+    entries = restore_entries(params["unit_dir"], params["unit"], params["state_dir"], gid, record)
     texts = dict((path, (read_text(path), read_text(os.path.join(folder, name)) if folder else ""))
                  for _kind, name, path, _m, _u, _g in entries)
     targets = [(name, path, mode, uid, file_gid) for _kind, name, path, mode, uid, file_gid in entries]

@@ -20,6 +20,24 @@ LAST = {"outcome": "rolled_back", "time": "T", "diagnosis": "ct129: DDTREE deplo
     ({"healthy": False, "unit": {"active_state": "inactive", "sub_state": "dead"}, "deployed": None,
       "known_good_record": None}, None,
      "ct129: NONE from -, not running (inactive/dead); known-good NONE; last deploy: no report"),
-], ids=["healthy, with the last diagnosis whole", "answers 503", "nothing deployed"])
+    (dict(FACTS, deployed={"variant": "nextn", "release": "/opt/sglang/releases/0.5.23-abc"},
+          pending={"variant": "ddtree", "started": 1796300000.0}), None,
+     "ct129: DDTREE UNVERIFIED (a switch began at 2026-12-03 12:13:20 UTC and was never confirmed) from 0.5.23-abc, "
+     "healthy (active/running); known-good NEXTN; last deploy: no report"),
+    (dict(FACTS, known_good_problem="incomplete: missing sglang.env in /etc/sglang/known-good"), None,
+     "ct129: DDTREE from 0.5.23-abc, healthy (active/running); known-good NEXTN incomplete: missing sglang.env in "
+     "/etc/sglang/known-good; last deploy: no report"),
+    (dict(FACTS, known_good_record=None, known_good_problem="corrupt: /etc/sglang/known-good/meta.json does not parse "
+                                                            "as a deploy record"), None,
+     "ct129: DDTREE from 0.5.23-abc, healthy (active/running); known-good corrupt: /etc/sglang/known-good/meta.json "
+     "does not parse as a deploy record; last deploy: no report"),
+    (dict(FACTS, deployed={"variant": "nextn", "release": "/opt/sglang/releases/0.5.23-abc"},
+          guard={"why": "the controller did not confirm DDTREE's gate by its deadline 2026-12-03 12:18:50 UTC",
+                 "time": 1796300331.0, "restored": "nextn", "healthy": True, "seconds": 5.1}), None,
+     "ct129: NEXTN from 0.5.23-abc, healthy (active/running); known-good NEXTN; last deploy: no report\n"
+     "  the host's guard: the controller did not confirm DDTREE's gate by its deadline 2026-12-03 12:18:50 UTC at "
+     "12:18:51; the host restored NEXTN by itself, healthy in 5.1 s"),
+], ids=["healthy, with the last diagnosis whole", "answers 503", "nothing deployed", "a pending switch: UNVERIFIED",
+        "an incomplete known-good, named", "a corrupt known-good, named", "what the guard did on its own"])
 def test_status(facts, last, expected):
     assert sglang_status(facts, "ct129", last) == expected

@@ -49,8 +49,25 @@ def facts(**over):
 GATED = {"enabled": True, "baseline": "measure", "min_ratio": 1.0, "workload": WORKLOAD}
 RECORDED = dict(GATED, baseline="recorded")
 
+PENDING = {"config_id": "c0ffee", "variant": "ddtree", "started": 1796300000.0, "deadline": 1796300330.0}
+RECORDED_HASHES = dict(DEPLOYED, config_sha1={
+    "unit": sha1("[Service]\nExecStart=nextn\n"), "env": sha1(DESIRED["env"]), "secrets": sha1(DESIRED["secrets"])})
+
 PLANS = [
     # (id, wants overrides, facts overrides, expected plan fields)
+    ("pending: the same files, healthy, but never confirmed: not converged, restarted and gated, no snapshot", {},
+     {"pending": PENDING},
+     {"converged": False, "restart": True, "snapshot": False, "health_gate": True, "before": "ddtree (unverified)",
+      "unverified": "a switch to DDTREE began at 2026-12-03 12:13:20 UTC and was never confirmed (its gates did not "
+                    "pass)"}),
+    ("pending, another configuration wanted: written and restarted, the known-good kept as it is", {},
+     {"pending": PENDING, "checksums": OLD_UNIT},
+     {"converged": False, "restart": True, "write": ["unit"], "snapshot": False}),
+    ("the files the record of what passed names: snapshot", {}, {"checksums": OLD_UNIT, "deployed": RECORDED_HASHES},
+     {"snapshot": True, "unverified": None}),
+    ("files equal to the wanted ones but not to the record of what passed: restarted and gated, not converged", {},
+     {"deployed": RECORDED_HASHES},
+     {"converged": False, "restart": True, "snapshot": False, "write": []}),
     ("converged: healthy on exactly these files", {}, {},
      {"converged": True, "changes": False, "write": [], "restart": False, "snapshot": False, "stop": None}),
     ("variant switch writes the unit alone and snapshots the healthy service", {}, {"checksums": OLD_UNIT},
@@ -292,7 +309,10 @@ def test_converged_host_records_nothing_new():
 
 @pytest.mark.parametrize("the_plan, over, expected", [
     (SWITCH, {}, {"deployed": {"variant": "ddtree", "release": "/opt/sglang/releases/r", "perf": None,
-                               "server_args": {"model_path": "/models/m", "port": 30000}}}),
+                               "server_args": {"model_path": "/models/m", "port": 30000},
+                               "config_id": SWITCH["config_id"], "config_sha1": {
+                                   "unit": sha1(DESIRED["unit"]), "env": sha1(DESIRED["env"]),
+                                   "secrets": sha1(DESIRED["secrets"])}}}),
     (SWITCH, {"gate": OOM}, {"config_id": SWITCH["config_id"], "rolled_back": {
         "time": "2026-12-01T00:00:00Z", "variant": "ddtree", "cause": "kv_pool_oom", "release": "/opt/sglang/releases/r"}}),
     (SWITCH, {"failure": "boom", "gate": None}, {"config_id": SWITCH["config_id"], "rolled_back": {
@@ -428,3 +448,10 @@ DRAINED = {"changed": True, "cut": 0, "msg": "http://w: out of rotation, 0 reque
         "not drained (no restart)", "the gateway could not be reached", "no gateway"])
 def test_rejoin_gateway(drained, ended, rollback_gate, rejoin):
     assert dp.rejoin_gateway(drained, ended, rollback_gate) is rejoin
+
+
+def test_snapshot_refused_when_the_files_are_not_what_passed():
+    edited = dict(OLD_UNIT, **{ENV: sha1("A=2\n")})
+    with pytest.raises(dp.InputError, match=r"ct200: the running service cannot become the known-good: "
+                                            r"/etc/sglang/sglang.env differ from the deploy record of the NEXTN"):
+        dp.plan(wants(), facts(checksums=edited, deployed=RECORDED_HASHES))

@@ -16,6 +16,11 @@ from ansible_collections.inferops.sglang.plugins.module_utils.host_state import 
 GID = os.getgid()
 
 
+def bare(record):
+    """A known-good record without the file hashes a snapshot adds to it."""
+    return dict((k, v) for k, v in (record or {}).items() if k != "files")
+
+
 def running(tmp_path, unit="ExecStart=/opt/a/bin/python -m sglang.launch_server\n", env="A=1\n"):
     """The files of a running service, as the deploy hands them to a snapshot."""
     files = {"sglang.service": unit, "sglang.env": env}
@@ -35,7 +40,8 @@ def state(tmp_path):
 def test_a_snapshot_holds_the_files_and_the_record(tmp_path, state):
     assert snapshot_known_good(str(state), running(tmp_path), {"variant": "nextn"}, GID) is True
     record, files = known_good(str(state))
-    assert record == {"variant": "nextn"} and sorted(files) == ["sglang.env", "sglang.service"]
+    assert bare(record) == {"variant": "nextn"} and sorted(files) == ["sglang.env", "sglang.service"]
+    assert record["files"] == files, "meta.json names each file it keeps with its hash"
     assert (state / "known-good" / "sglang.service").read_text().startswith("ExecStart=/opt/a/")
     assert oct((state / "known-good" / "sglang.env").stat().st_mode & 0o777) == "0o640"
     assert sorted(os.listdir(state)) == ["known-good"], "no staging or previous copy left behind"
@@ -48,14 +54,14 @@ def test_the_same_snapshot_again_changes_nothing_and_check_mode_writes_nothing(t
     assert snapshot_known_good(str(state), files, {"variant": "nextn"}, GID) is False
     assert (state / "known-good").stat().st_ino == before
     assert snapshot_known_good(str(state), files, {"variant": "ddtree"}, GID, check=True) is True
-    assert known_good(str(state))[0] == {"variant": "nextn"}
+    assert bare(known_good(str(state))[0]) == {"variant": "nextn"}
 
 
 def test_a_new_snapshot_replaces_the_old_one_whole(tmp_path, state):
     snapshot_known_good(str(state), running(tmp_path), {"variant": "nextn"}, GID)
     snapshot_known_good(str(state), running(tmp_path, unit="ExecStart=/opt/b\n")[:1], {"variant": "dflash"}, GID)
     record, files = known_good(str(state))
-    assert record == {"variant": "dflash"} and list(files) == ["sglang.service"], "no file of the older snapshot left"
+    assert bare(record) == {"variant": "dflash"} and list(files) == ["sglang.service"], "no file of the older snapshot left"
 
 
 def interrupted_between_renames(tmp_path, state):
@@ -70,14 +76,14 @@ def interrupted_between_renames(tmp_path, state):
 def test_an_interrupted_snapshot_still_has_a_complete_known_good(tmp_path, state):
     interrupted_between_renames(tmp_path, state)
     assert known_good_dir(str(state)) == str(state / "known-good.prev")
-    assert known_good(str(state))[0] == {"variant": "nextn"}
+    assert bare(known_good(str(state))[0]) == {"variant": "nextn"}
 
 
 def test_the_next_snapshot_puts_the_interrupted_one_right_first(tmp_path, state):
     interrupted_between_renames(tmp_path, state)
     snapshot_known_good(str(state), running(tmp_path, unit="ExecStart=/opt/c\n"), {"variant": "ddtree"}, GID)
     assert sorted(os.listdir(state)) == ["known-good"]
-    assert known_good(str(state))[0] == {"variant": "ddtree"}
+    assert bare(known_good(str(state))[0]) == {"variant": "ddtree"}
 
 
 def test_restore_puts_the_files_back_and_the_record_as_deployed_json(tmp_path, state):
@@ -91,7 +97,7 @@ def test_restore_puts_the_files_back_and_the_record_as_deployed_json(tmp_path, s
     assert restore_known_good(str(state), targets, check=True)[1] == would_change
     assert unit.read_text() == "ExecStart=/opt/broken\n", "check mode writes nothing"
     record, changed = restore_known_good(str(state), targets)
-    assert record == {"variant": "nextn", "release": "/opt/a"} and len(changed) == 3
+    assert bare(record) == {"variant": "nextn", "release": "/opt/a"} and len(changed) == 3
     assert unit.read_text().startswith("ExecStart=/opt/a/")
     assert json.loads((state / "deployed.json").read_text()) == record
     assert not (state / "secrets.yaml").exists(), "a file the snapshot does not hold is left alone"
@@ -102,7 +108,7 @@ def test_restore_after_an_interrupted_snapshot_uses_the_complete_one(tmp_path, s
     interrupted_between_renames(tmp_path, state)
     dest = tmp_path / "sglang.service"
     record, _changed = restore_known_good(str(state), [("sglang.service", str(dest), 0o644, 0, GID)])
-    assert record == {"variant": "nextn"} and dest.read_text().startswith("ExecStart=/opt/a/")
+    assert bare(record) == {"variant": "nextn"} and dest.read_text().startswith("ExecStart=/opt/a/")
     assert sorted(os.listdir(state)) == ["deployed.json", "known-good"]
 
 
