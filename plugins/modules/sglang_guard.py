@@ -196,7 +196,11 @@ def arm(module, params):
     try:
         gid = grp.getgrnam(params["group"]).gr_gid
     except KeyError:
-        module.fail_json(msg="group %s does not exist (set group to the service's)" % params["group"], elapsed=0.0)
+        if module.check_mode:   # the deploy creates the group; check mode has not
+            gid = 0
+        else:
+            module.fail_json(msg="group %s does not exist (set group to the service's)" % params["group"],
+                             elapsed=0.0)
     now = time.time()
     deadline = now + params["deadline"]
     earlier = guard.read_pending(params["state_dir"]) or {}
@@ -235,6 +239,8 @@ def fired_on(params, pending, result):
 
 
 def disarm(module, params):
+    if not os.path.isdir(params["state_dir"]):   # check mode on a host the deploy has not prepared
+        return dict(changed=False, pending=None, fired=None, said=None)
     # Read under the guard's lock: a guard run that holds it may be restoring this very switch.
     with guard.Locked(params["state_dir"]):
         pending = guard.read_pending(params["state_dir"])
@@ -272,7 +278,7 @@ def main():
     if params["state"] == "armed" and params["deadline"] <= 0:
         module.fail_json(msg="deadline must be a positive number of seconds, got %s" % params["deadline"],
                          elapsed=0.0)
-    if not os.path.isdir(params["state_dir"]):
+    if not os.path.isdir(params["state_dir"]) and not module.check_mode:
         module.fail_json(msg="%s does not exist: the deploy creates the state folders before it arms the guard"
                              % params["state_dir"], elapsed=0.0)
     result = arm(module, params) if params["state"] == "armed" else disarm(module, params)

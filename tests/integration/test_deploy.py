@@ -193,7 +193,15 @@ def test_rollback_without_known_good_says_so(fresh, ct129):
 
 @pytest.mark.parametrize("extra, words", [
     ({"sglang_variant": "medusa"}, "unknown variant medusa (have nextn, dflash, ddtree): set sglang_variant"),
-    ({"sglang_envelope_overrides": {"mem_fraction_static": 1.5}}, "0 < mem_fraction_static < 1 (got 1.5)"),
+    ({"sglang_envelope_overrides": {"mem_fraction_static": 1.5}},
+     "sglang_envelope_overrides.mem_fraction_static: 1.5 must be between 0 and 1 (exclusive)"),
+    ({"sglang_envelope_overrides": {"context_length": -4096}},
+     "sglang_envelope_overrides.context_length: -4096 must be at least 1."),
+    ({"sglang_envelope_overrides": {"context_length": "32k", "tp_size": 1.5}},
+     "context_length: '32k' is not a whole number; write 32768 (32k = 32 x 1024); "
+     "sglang_envelope_overrides.tp_size: 1.5 is not a whole number"),
+    ({"sglang_envelope_overrides": ["context_length", 32768]},
+     "sglang_envelope_overrides must be a mapping of SGLang field names to values (got a list)"),
     ({"sglang_envelope_overrides": {"tp_size": 4}}, "at least tp_size=4 of them"),
     ({"sglang_variant": "dflash", "sglang_draft_model_path": ""}, "dflash needs a draft model"),
     # A class of the user's own is accepted, and checked against its own cards.
