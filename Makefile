@@ -173,11 +173,12 @@ unit: venv  ## unit tests of the pure code
 # (the bench keeps its fixed figures, lab/sim_defaults.json and 7 s). The integration tests
 # get the same clock from tests/integration/labhost.py.
 TEST_CLOCK   := INFEROPS_LAB_TIMINGS=$(CURDIR)/lab/sim_tests.json INFEROPS_LAB_SETTLE=3
-# Integration workers, each with lab hosts of its own (inferops-gwN-ct129, ...): see
+# Integration workers, each with lab hosts of its own (inferops-test-gwN-ct129, ...): see
 # tests/integration/README.md for the measurements behind the count.
 TEST_WORKERS ?= 3
+# A run clears only the sets test runs make (inferops-test-*): a person's lab hosts stay.
 integration: lab-image lab-wheelhouse checker-wheelhouse lab-index  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
-	$(LAB) down --all
+	$(LAB) down --matching inferops-test-
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 \
 	  --durations 15 tests/integration
 

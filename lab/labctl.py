@@ -3,8 +3,9 @@
     labctl.py image                  build (or reuse) the lab image, print its name
     labctl.py up [HOST[:CLASS] ...]  start one container per host (default: $LAB_HOSTS,
                                      else "ct129:a6000 ct200:blackwell")
-    labctl.py down [--all]           remove this set's containers (--all: every container
-                                     that carries the lab label)
+    labctl.py down [--all|--matching P] remove this set's containers (--all: every container
+                                     that carries the lab label; --matching: the sets whose
+                                     prefix starts with P, a test run's own)
     labctl.py status                 one line per lab container
     labctl.py address [HOST]         HOST's address on the lab network (no HOST: the network,
                                      its subnet and the controller's address on it)
@@ -54,7 +55,7 @@ LAB_DIR = Path(__file__).resolve().parent
 LABEL = "io.inferops.lab"
 CLASS_LABEL = "io.inferops.lab.class"
 # A set of lab hosts: its containers are named PREFIX + host. Parallel test workers each
-# get a set of their own (INFEROPS_LAB_PREFIX=inferops-gw0-), so the same host names
+# get a set of their own (INFEROPS_LAB_PREFIX=inferops-test-gw0-), so the same host names
 # (ct129, ct200) never meet in one container.
 PREFIX = os.environ.get("INFEROPS_LAB_PREFIX", "inferops-")
 SET_LABEL = "io.inferops.lab.set"
@@ -335,11 +336,18 @@ def ensure_network() -> str:
     raise LabError("no free /24 left in 198.18.0.0/16 for the lab network %s" % NETWORK)
 
 
-def lab_networks(every_set: bool = False) -> list[str]:
+def _filters(every_set: bool, matching: str | None) -> list[str]:
     filters = ["--filter", "label=%s=1" % LABEL]
-    if not every_set:
+    if not every_set and matching is None:
         filters += ["--filter", "label=%s=%s" % (SET_LABEL, PREFIX)]
-    return sorted(podman("network", "ls", *filters, "--format", "{{.Name}}").stdout.split())
+    return filters
+
+
+def lab_networks(every_set: bool = False, matching: str | None = None) -> list[str]:
+    """This set's network, every set's, or (matching) those of the sets whose prefix starts
+    with `matching`: a set's network is named PREFIX + "net"."""
+    names = podman("network", "ls", *_filters(every_set, matching), "--format", "{{.Name}}").stdout.split()
+    return sorted(name for name in names if matching is None or name.startswith(matching))
 
 
 def host_address(name: str) -> str:
@@ -450,13 +458,13 @@ def remove_container(ctr: str) -> None:
         podman("rm", "-f", "-t", "0", ctr)
 
 
-def lab_containers(every_set: bool = False) -> list[str]:
-    """This set's containers (INFEROPS_LAB_PREFIX), or every lab container of every set."""
-    filters = ["--filter", "label=%s=1" % LABEL]
-    if not every_set:
-        filters += ["--filter", "label=%s=%s" % (SET_LABEL, PREFIX)]
-    out = podman("ps", "-a", *filters, "--format", "{{.Names}}")
-    return sorted(out.stdout.split())
+def lab_containers(every_set: bool = False, matching: str | None = None) -> list[str]:
+    """This set's containers (INFEROPS_LAB_PREFIX), every lab container of every set, or those
+    of the sets whose prefix starts with `matching` (a test run's own: inferops-test-)."""
+    fmt = '{{.Names}} {{index .Labels "%s"}}' % SET_LABEL
+    out = podman("ps", "-a", *_filters(every_set, matching), "--format", fmt).stdout
+    found = [(line.split(" ") + [""])[:2] for line in out.splitlines() if line.strip()]
+    return sorted(name for name, label in found if matching is None or label.startswith(matching))
 
 
 def cmd_up(specs: list[str]) -> int:
@@ -472,16 +480,17 @@ def cmd_up(specs: list[str]) -> int:
     return 0
 
 
-def cmd_down(names: list[str], every_set: bool = False) -> int:
+def cmd_down(names: list[str], every_set: bool = False, matching: str | None = None) -> int:
     """Remove the named lab hosts, or all of this set's (every set's with --all, as after a
-    crashed parallel run); never a container without the lab's label."""
+    crashed parallel run; with --matching only the sets a test run made); never a container
+    without the lab's label."""
     wanted = {PREFIX + name for name in names}
-    ctrs = [ctr for ctr in lab_containers(every_set) if not wanted or ctr in wanted]
+    ctrs = [ctr for ctr in lab_containers(every_set, matching) if not wanted or ctr in wanted]
     for ctr in ctrs:
         remove_container(ctr)
     print("lab: removed %d container(s)%s" % (len(ctrs), (": " + " ".join(ctrs)) if ctrs else ""))
     if not wanted:   # the whole set (or every set): its network goes with it
-        for network in lab_networks(every_set):
+        for network in lab_networks(every_set, matching):
             podman("network", "rm", "-f", network, check=False)
     return 0
 
@@ -587,7 +596,9 @@ def main(argv: list[str]) -> int:
     down = sub.add_parser("down")
     down.add_argument("hosts", nargs="*", help="HOST; default every host of this set")
     down.add_argument("--all", action="store_true", dest="every_set",
-                      help="every set's hosts (parallel test workers' too)")
+                      help="every set's hosts (parallel test workers' too, and a person's demo hosts)")
+    down.add_argument("--matching", metavar="PREFIX",
+                      help="the hosts of every set whose prefix starts with PREFIX (make integration: inferops-test-)")
     sub.add_parser("status")
     address = sub.add_parser("address", help="a host's address on the lab network (none: the network and the "
                                              "controller's address on it)")
@@ -615,7 +626,7 @@ def main(argv: list[str]) -> int:
         if args.cmd == "up":
             return cmd_up(args.hosts)
         if args.cmd == "down":
-            return cmd_down(args.hosts, args.every_set)
+            return cmd_down(args.hosts, args.every_set, args.matching)
         if args.cmd == "gpus":
             print(json.dumps(gpu_inventory(args.cls, args.count), indent=1))
             return 0

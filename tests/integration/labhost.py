@@ -19,7 +19,7 @@ LABCTL = [sys.executable, str(REPO / "lab" / "labctl.py")]
 # folder all follow.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if WORKER:   # forced: a worker inherits the controller's environment, default set included
-    os.environ.update(INFEROPS_LAB_PREFIX="inferops-%s-" % WORKER,
+    os.environ.update(INFEROPS_LAB_PREFIX="inferops-test-%s-" % WORKER,
                       INFEROPS_REPORT_DIR=str(REPO / "build" / "reports" / WORKER))
 PREFIX = os.environ.setdefault("INFEROPS_LAB_PREFIX", "inferops-")
 REPORTS = Path(os.environ.setdefault("INFEROPS_REPORT_DIR", str(REPO / "reports")))

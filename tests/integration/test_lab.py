@@ -59,10 +59,13 @@ def test_extra_host_boots_within_bound_and_lab_up_is_idempotent(lab):
         podman("rm", "-f", "-t", "0", extra.container, check=False)
 
 
-def test_lab_down_removes_only_its_own_sets_lab_containers(lab):
-    """`down` in a set of its own (so this worker's hosts, and their releases, are kept):
-    it removes that set's hosts, and neither a container without the lab's label nor
-    another set's hosts (this worker's)."""
+@pytest.mark.parametrize("down", [["down"], ["down", "--matching", PREFIX + "down-"]],
+                         ids=["its own set", "the sets matching a prefix (make integration's)"])
+def test_lab_down_removes_only_its_own_sets_lab_containers(lab, down):
+    """`down` in a set of its own (so this worker's hosts, and their releases, are kept), and
+    `down --matching` a prefix only that set has: either removes that set's hosts, and neither
+    a container without the lab's label nor another set's hosts (this worker's, standing for
+    a person's demo hosts)."""
     image = podman("inspect", "--format", "{{.ImageName}}", lab["ct129"].container).stdout.strip()
     bystander = "not-inferops-bystander" + WORKER
     other = dict(ENV, INFEROPS_LAB_PREFIX=PREFIX + "down-")
@@ -72,7 +75,7 @@ def test_lab_down_removes_only_its_own_sets_lab_containers(lab):
         subprocess.run([*LABCTL, "up", "ct901:a6000"], env=other, check=True, capture_output=True)
         ours = container_ids()
         assert set(ours) == {host.container for host in lab.values()}
-        out = subprocess.run([*LABCTL, "down"], env=other, check=True, capture_output=True, text=True).stdout
+        out = subprocess.run([*LABCTL, *down], env=other, check=True, capture_output=True, text=True).stdout
         assert out.strip() == "lab: removed 1 container(s): %sdown-ct901" % PREFIX, out
         everything = container_ids(label_only=False)
         assert bystander in everything and PREFIX + "down-ct901" not in everything
