@@ -295,11 +295,11 @@ def sglang_rollback_plan(facts, check):
         raise AnsibleFilterError(str(exc))
 
 
-def sglang_rollback_result(rollback, host, unit, restored=True, guard_result=None):
-    """playbooks/rollback.yml's last word: {ok, msg}. `rollback` as for sglang_deploy_diagnosis;
-    `guard_result`: what the host's guard did on its own before (sglang_facts' guard), said first."""
+def sglang_rollback_result(rollback, host, unit, restored=True):
+    """playbooks/rollback.yml's last word: {ok, msg}. `rollback` as for sglang_deploy_diagnosis,
+    with `guard`: what the host's guard did on its own before (sglang_facts' guard), said first."""
     rollback = _plain(rollback) or {}
-    before = guard.said(_plain(guard_result))
+    before = guard.said(rollback.get("guard"))
     first = "%s: earlier, %s.\n" % (host, before) if before else ""
     if not restored:
         return {"ok": True, "msg": first + "%s: the known-good service already serves, healthy: left alone" % host}
@@ -347,6 +347,14 @@ def sglang_envelope_problems(envelope, overrides=None):
     """The envelope's and the host's overrides' problems by type and range, each under the
     user's variable name (module_utils/envelope.py); [] when there is none."""
     return envelope_check.problems(_plain(envelope), _plain(overrides))
+
+
+def sglang_input_problems(inputs):
+    """A deploy's input problems (envelope.input_problems): `inputs` names envelope, overrides,
+    model_path, variant and draft_model_path."""
+    inputs = _plain(inputs) or {}
+    return envelope_check.input_problems(inputs.get("envelope"), inputs.get("overrides"), inputs.get("model_path"),
+                                         inputs.get("variant", "nextn"), inputs.get("draft_model_path"))
 
 
 def sglang_task_result(result):
@@ -426,6 +434,7 @@ class FilterModule(object):
             "sglang_task_result": sglang_task_result,
             "sglang_status": sglang_status,
             "sglang_envelope_problems": sglang_envelope_problems,
+            "sglang_input_problems": sglang_input_problems,
             "sglang_deploy_diagnosis": sglang_deploy_diagnosis,
             "sglang_needs_read": sglang_needs_read,
             "sglang_prunable": sglang_prunable,

@@ -233,7 +233,7 @@ def plan(wants, facts):
     # the deploy goes on, as it is stopped), else ours when its files change.
     serving = adopt["healthy"] if adopt else healthy
     snapshot = go and serving if adopt else changes and healthy and not pending and doubt is None
-    if not adopt and go and changes and healthy and not pending and doubt and not facts.get("pending"):
+    if not adopt and go and changes and healthy and not pending and doubt:
         # Files edited since their deploy passed: they would become the known-good unproven.
         raise InputError("%s: the running service cannot become the known-good: %s. Nothing was changed. Run "
                          "playbooks/rollback.yml to bring the known-good back, or deploy again what runs."

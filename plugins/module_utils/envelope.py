@@ -87,3 +87,14 @@ def problems(envelope, overrides, names=("sglang_envelope", "sglang_envelope_ove
         if key not in merged:
             said.append("%s is not set: give it in %s (or %s for this host)" % (key, names[0], names[1]))
     return said
+
+
+def input_problems(envelope, overrides, model_path, variant, draft_model_path):
+    """Everything wrong with a deploy's inputs, before any host changes: the envelope's
+    problems, then a missing model path or a draft model a speculative variant needs."""
+    said = problems(envelope, overrides)
+    if not model_path:
+        said.append("no model path given (sglang_model_path)")
+    if variant != "nextn" and not draft_model_path:
+        said.append("%s needs a draft model: set sglang_draft_model_path" % variant)
+    return said

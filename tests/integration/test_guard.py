@@ -60,6 +60,21 @@ def start_deploy(host, **extra):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
+def interrupted_after_the_restart(host, interrupt, **extra):
+    """deploy_ddtree.yml with DDTREE slowed, and `interrupt(proc)` once the host restarted into
+    DDTREE; returns the playbook's exit code."""
+    slow_ddtree(host)
+    proc = start_deploy(host, **extra)
+    try:
+        host.wait_for(lambda: restarted_into_ddtree(host), GUARD_WAIT_S, 0.2, "the restart into DDTREE")
+        interrupt(proc)
+        proc.communicate(timeout=GUARD_WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode
+
+
 def pending(host):
     return host.run(["cat", STATE + "pending.json"], check=False).returncode == 0
 
@@ -91,47 +106,32 @@ def assert_restored_by_the_guard(host, reason, kg_unit):
 def test_the_host_restores_the_known_good_when_the_controller_goes_away(nextn, sig):
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
-    slow_ddtree(host)
-    proc = start_deploy(host)
-    try:
-        host.wait_for(lambda: restarted_into_ddtree(host), GUARD_WAIT_S, 0.2, "the restart into DDTREE")
-        os.killpg(proc.pid, sig) if sig == signal.SIGKILL else proc.send_signal(sig)
-        proc.communicate(timeout=GUARD_WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode != 0
+
+    def interrupt(proc):
+        if sig == signal.SIGKILL:
+            os.killpg(proc.pid, sig)   # the whole controller, at once
+        else:
+            proc.send_signal(sig)
+    assert interrupted_after_the_restart(host, interrupt) != 0
     assert_restored_by_the_guard(host, "deadline", kg_unit)
 
 
 def test_a_host_restarted_during_the_gate_restores_the_known_good_at_boot(nextn):
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
-    slow_ddtree(host)
-    proc = start_deploy(host, sglang_guard_margin=600)   # only the boot can act in time
-    try:
-        host.wait_for(lambda: restarted_into_ddtree(host), GUARD_WAIT_S, 0.2, "the restart into DDTREE")
+
+    def restart_the_host(_proc):
         podman("stop", "-t", "2", host.container)
         podman("start", host.container)
-        proc.communicate(timeout=GUARD_WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode != 0
+    # Only the boot can act in time: the deadline is far.
+    assert interrupted_after_the_restart(host, restart_the_host, sglang_guard_margin=600) != 0
     assert_restored_by_the_guard(host, "boot", kg_unit)
 
 
 def test_a_pending_switch_is_unverified_and_a_re_run_gates_it(nextn):
     host = nextn
-    slow_ddtree(host)
-    proc = start_deploy(host, sglang_guard_margin=600)   # the guard waits: the re-run comes first
-    try:
-        host.wait_for(lambda: restarted_into_ddtree(host), GUARD_WAIT_S, 0.2, "the restart into DDTREE")
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=GUARD_WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # The guard waits (the deadline is far): the re-run comes first.
+    interrupted_after_the_restart(host, lambda proc: proc.send_signal(signal.SIGINT), sglang_guard_margin=600)
     status = run_playbook("playbooks/status.yml", limit=host.name)
     assert "DDTREE UNVERIFIED (a switch began at" in status.stdout, status.stdout[-2000:]
     host.run("rm -f /etc/inferops-lab/faults.json /run/inferops-sglang/deploy.lock")

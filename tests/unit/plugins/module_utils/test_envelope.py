@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils.envelope import problems
+from ansible_collections.inferops.sglang.plugins.module_utils.envelope import input_problems, problems
 
 ENVELOPE = {"tp_size": 8, "mem_fraction_static": 0.88, "context_length": 131072, "max_running_requests": 16}
 
@@ -38,3 +38,12 @@ def test_envelope_problems_name_the_envelope_and_what_is_missing():
         "sglang_envelope.context_length: 0 must be at least 1",
         "tp_size is not set: give it in sglang_envelope (or sglang_envelope_overrides for this host)",
         "mem_fraction_static is not set: give it in sglang_envelope (or sglang_envelope_overrides for this host)"]
+
+
+@pytest.mark.parametrize("model_path, variant, draft, said", [
+    ("/models/m", "ddtree", "/models/d", []),
+    ("", "nextn", "", ["no model path given (sglang_model_path)"]),
+    ("/models/m", "dflash", "", ["dflash needs a draft model: set sglang_draft_model_path"]),
+], ids=["all given", "no model path", "a speculative variant without its draft model"])
+def test_input_problems(model_path, variant, draft, said):
+    assert input_problems(ENVELOPE, {}, model_path, variant, draft) == said
