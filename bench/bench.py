@@ -4,7 +4,8 @@ writes it to bench/results.md with the date, the machine's core count and the co
 Rows: failure detection (journal's "Failed with result" to sglang_health's verdict, beside a
 naive `uri` + `until` loop with `delay: 5`), rollback overhead, the idempotent re-run beside an
 empty, a ping and a `/health`-only play, fleet deploys to 1-16 hosts and a rolling deploy that
-stops at a failure, and journal classification of 10k/100k/1M-line invocations (seconds and
+stops at a failure, the controller gone (the host's guard restores the known-good alone), and
+journal classification of 10k/100k/1M-line invocations (seconds and
 peak memory of the reader on the host), and the gateway rollout. `python bench/bench.py ROW...`
 measures only those rows and puts them into bench/results.md in place of the earlier run's,
 under a line that says which rows, when and by which command.
@@ -156,15 +157,18 @@ def reach_over_ssh():
     SSH_INVENTORY.write_text(labctl("inventory", "--ssh").stdout)
 
 
-def playbook(path, names, inventory=None, **extra_vars):
-    """One ansible-playbook run, timed from outside (the operator's wall clock). `inventory`:
-    one more source, for the hosts' own variables."""
+def playbook_cmd(path, names, inventory=None, **extra_vars):
+    """The ansible-playbook command line. `inventory`: one more source, for the hosts' own variables."""
     # The SSH inventory comes last so that its connection settings win over the lab's default.
     cmd = [str(BIN / "ansible-playbook"), "-i", str(REPO / "inventory" / "lab"),
            *(["-i", str(inventory)] if inventory else []), "-i", str(SSH_INVENTORY), path,
            "-l", ",".join(names), "-f", str(max(5, len(names)))]
-    if extra_vars:
-        cmd += ["-e", json.dumps(extra_vars)]
+    return cmd + (["-e", json.dumps(extra_vars)] if extra_vars else [])
+
+
+def playbook(path, names, inventory=None, **extra_vars):
+    """One ansible-playbook run, timed from outside (the operator's wall clock)."""
+    cmd = playbook_cmd(path, names, inventory, **extra_vars)
     hosts_before = hosts_cpu(names)
     started, cpu_before, usage_before = time.monotonic(), machine_cpu(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, cwd=REPO, env=deploy_env(), capture_output=True, text=True, check=False)
@@ -254,6 +258,49 @@ def invocation(host):
     return host.show("sglang.service", "InvocationID")["InvocationID"]
 
 
+# The guard row's gate: health timeout 30 s, settle 7 s, margin 15 s (production: 1800, 20, 300).
+GUARD_GATE = {"sglang_service_health_timeout": 30, "sglang_guard_margin": 15, "sglang_retry_rolled_back": True}
+
+
+def poll(predicate, timeout, interval=0.1):
+    """Wait until predicate() is true (a hang guard, not a measurement), and when it became so."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise TimeoutError("bench: a condition did not hold within %d s" % timeout)
+        time.sleep(interval)
+    return time.time()
+
+
+def bench_guard():
+    """SIGKILL of the whole controller 1 s into DDTREE's health gate (DDTREE slowed by a fault):
+    the time until NEXTN serves healthy again, restored by the host's guard alone."""
+    host = LabHost("ct200")
+    reset_to_nextn([host])
+    runs = []
+    for rep in range(min(REPS, 3)):  # noqa: B007
+        host.run("rm -f /etc/sglang/guard.json")
+        host.put("/etc/inferops-lab/faults.json", json.dumps({"slow_start_s": 600, "only_algorithm": "DDTREE"}))
+        proc = subprocess.Popen(playbook_cmd("playbooks/deploy_ddtree.yml", ["ct200"], **GUARD_GATE), cwd=REPO,
+                                env=deploy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        poll(lambda: host.run("test -e /etc/sglang/pending.json && grep -q DDTREE /etc/systemd/system/sglang.service",
+                              check=False).returncode == 0, 300)
+        time.sleep(1)   # into the gate: the scenario, not a wait for a condition
+        killed = time.time()
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        back = poll(lambda: host.run("test -e /etc/sglang/guard.json", check=False).returncode == 0
+                    and host.run("python3 -c \"import urllib.request as u; u.urlopen('http://127.0.0.1:30000/health', "
+                                 "timeout=2)\"", check=False).returncode == 0, 600)
+        result = json.loads(host.run(["cat", "/etc/sglang/guard.json"]).stdout)
+        assert result["healthy"] and result["restored"] == "nextn", result
+        runs.append({"total": back - killed, "to_deadline": result["pending"]["deadline"] - killed,
+                     "restore": result["seconds"]})
+        host.run("rm -f /etc/inferops-lab/faults.json")
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]} | {"max": max(r["total"] for r in runs)}
+
+
 # The deploy's own fact gathering: the one sglang_facts call its converged check makes, with
 # the same options (the lab's paths), and no other task.
 FACTS_PLAY = """- hosts: ct200
@@ -317,7 +364,8 @@ FLEET = ["fleet%02d" % i for i in range(1, 17)]
 # The table's rows in order, each kind with how its lines begin (a partial run replaces its own).
 ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback overhead",),
              "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
-             "journal": ("| journal classification",), "gateway": ("| gateway",)}
+             "journal": ("| journal classification",), "gateway": ("| gateway",),
+             "guard": ("| the controller gone",)}
 ALL_ROWS = set(ROW_ORDER)
 TABLE_HEAD = ["| measurement | result | baseline / goal |", "| --- | --- | --- |"]
 GATEWAY_TAIL = "\nThe gateway rollout's fleet summary"
@@ -524,6 +572,7 @@ def main():
     idempotent = progress("idempotent", bench_idempotent) if "idempotent" in only else None
     fleet = progress("fleet", bench_fleet) if "fleet" in only else None
     gateway_row = progress("gateway", bench_gateway) if "gateway" in only else None
+    guard = progress("guard", bench_guard) if "guard" in only else None
     header = ("%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
               "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
               "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
@@ -539,6 +588,13 @@ def main():
         lines.append("| rollback overhead: failed gate (kv_pool_oom) to NEXTN healthy, minus NEXTN's own start-up | "
                      "median %.1f s (max %.1f s): %.1f s in all, of which start-up %.1f s | goal <= 10 s |" % (
                          rollback["overhead"], rollback["max"], rollback["total"], rollback["startup"]))
+    if guard:
+        rows["guard"].append(
+            "| the controller gone: SIGKILL of ansible-playbook 1 s into DDTREE's health gate, to NEXTN healthy "
+            "again, restored by the host's guard alone (health timeout 30 s, settle 7 s, margin 15 s) | median "
+            "%.1f s (max %.1f s): %.1f s to the guard's deadline, %.1f s its restore and NEXTN's start | before: "
+            "never (the host crash-looped DDTREE until someone ran rollback.yml) |" % (
+                guard["total"], guard["max"], guard["to_deadline"], guard["restore"]))
     lines = rows["idempotent"]
     if idempotent:
         lines.append("| idempotent re-run of `deploy_ddtree.yml` on a converged healthy host (0 changed, same InvocationID; "

@@ -575,9 +575,11 @@ def cmd_release(name: str) -> int:
 
 
 # What `reset` runs in a host (the tests reset hosts the same way between scenarios).
-RESET_SERVICE = ("systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
-                 "rm -rf /etc/systemd/system/sglang.service /etc/sglang /run/inferops-sglang; systemctl daemon-reload; "
-                 "rm -f /etc/inferops-lab/faults.json")
+# (The host's guard goes too: its timer, its boot unit, and the state folder it reads.)
+RESET_SERVICE = ("systemctl disable --now sglang-guard.timer sglang-guard-boot.service 2>/dev/null; "
+                 "systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
+                 "rm -rf /etc/systemd/system/sglang.service /etc/systemd/system/sglang-guard* /etc/sglang "
+                 "/run/inferops-sglang; systemctl daemon-reload; rm -f /etc/inferops-lab/faults.json")
 
 
 def cmd_reset(names: list[str]) -> int:

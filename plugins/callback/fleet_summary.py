@@ -19,6 +19,9 @@ description:
     last task), so a host whose class canary rolled back appears as C(skipped) with the
     canary's cause. A host that failed before its report (preflight, build, unreachable)
     appears as C(failed) with the failed task's message.
+  - A host that became unreachable, or failed, while its switch was under way appears as
+    C(unreachable) (or C(failed)) with the switch's state unknown and the time the host's
+    guard restores the known-good by itself unless a deploy confirms the switch.
   - Writes the same rows as JSON to C(fleet-summary.json) in the reports folder, and a copy
     named C(fleet-<UTC stamp>.json) beside it.
   - Prints nothing, and writes nothing, in a playbook that wrote no deploy report.
@@ -69,7 +72,7 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super(CallbackModule, self).__init__(*args, **kwargs)
-        self._rows, self._failures, self._folder = {}, {}, None
+        self._rows, self._failures, self._folder, self._unreachable = {}, {}, None, set()
 
     def _take(self, result, failed=False):
         host = result._host.get_name()
@@ -87,12 +90,16 @@ class CallbackModule(CallbackBase):
         self._take(result, failed=not ignore_errors)
 
     def v2_runner_on_unreachable(self, result):
+        self._unreachable.add(result._host.get_name())
         self._take(result, failed=True)
 
     def rows(self):
-        """A row per host with a report, and one per host that failed before it wrote one."""
+        """A row per host with a report, and one per host that failed before it wrote one; a
+        host whose last report says its switch was under way when it failed says so."""
         rows = dict(self._rows)
         for host, message in self._failures.items():
+            if (rows.get(host) or {}).get("outcome") == "pending":
+                rows[host] = fleet_summary.unfinished_row(rows[host], message, host in self._unreachable)
             rows.setdefault(host, fleet_summary.failed_row(host, message))
         return list(rows.values())
 

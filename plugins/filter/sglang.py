@@ -145,7 +145,7 @@ def _evidence(gate):
     return str(matches[0] if matches else tail[-1]).strip()
 
 
-def _headline(host, variant, outcome, failure, gate, perf):
+def _headline(host, variant, outcome, failure, gate, perf, cause=None):
     name = variant.upper()
     if outcome == "check":
         return "%s: %s %s" % (host, name, failure)
@@ -153,6 +153,8 @@ def _headline(host, variant, outcome, failure, gate, perf):
         return "%s: %s not retried: %s" % (host, name, failure)
     if outcome == "failed":
         return "%s: %s deploy stopped before the service was restarted: %s" % (host, variant, failure)
+    if cause == deploy_plan.GUARD_ACTED:
+        return "%s: %s deploy undone: %s" % (host, name, failure)
     if perf.get("verdict") in FAILING_VERDICTS:
         return "%s: %s deploy rolled back: healthy in %s s but %s" % (
             host, name, _seconds(gate.get("elapsed")),
@@ -210,14 +212,14 @@ def _rollback(rollback, known_good, unit, leftovers=None):
 
 
 def sglang_diagnosis(host, variant, outcome, failure="", gate=None, perf=None, rollback=None, known_good=None,
-                     unit="sglang.service", leftovers=None):
+                     unit="sglang.service", leftovers=None, cause=None):
     """The text an operator reads first: what happened to the deploy, the cause with the
     journal line that shows it and what to change, the speed, and the rollback's result.
     `known_good` is the known-good service's name, or None when none existed; `leftovers`
     gpu_released's result before it started."""
     gate, perf = gate or {}, perf or {}
-    lines = [_headline(host, variant, outcome, failure, gate, perf)]
-    if outcome in ("not_retried", "failed", "check"):
+    lines = [_headline(host, variant, outcome, failure, gate, perf, cause)]
+    if outcome in ("not_retried", "failed", "check") or cause == deploy_plan.GUARD_ACTED:
         return lines[0]
     if perf.get("verdict") in FAILING_VERDICTS:
         lines += _perf_cause(perf)
@@ -283,7 +285,7 @@ def sglang_deploy_diagnosis(result, host, rollback=None):
     result, rollback = _plain(result), _plain(rollback) or {}
     return sglang_diagnosis(host, result["variant"], result["outcome"], result["failure"], result["gate"],
                             result["perf"], rollback.get("gate"), rollback.get("known_good"), result["unit"],
-                            rollback.get("leftovers"))
+                            rollback.get("leftovers"), result.get("cause"))
 
 
 def sglang_rollback_plan(facts, check):

@@ -34,6 +34,9 @@ OUTCOMES = (DEPLOYED, UNCHANGED, ROLLED_BACK, NOT_RETRIED, CHECK, FAILED)
 GOOD_OUTCOMES = (DEPLOYED, UNCHANGED, CHECK)
 TOLERATED_OUTCOMES = (ROLLED_BACK, NOT_RETRIED)
 BAD_ARGUMENT = "bad_argument"
+# The host's guard restored the known-good before this deploy confirmed its switch (its
+# deadline passed while the gates still ran): the host is back, nothing to roll back.
+GUARD_ACTED = "guard_acted_first"
 
 
 class PlanError(ValueError):
@@ -381,6 +384,10 @@ def _decide(the_plan, run):
     perf = judge(run["perf_gate"], perf_run, run.get("baseline"), run["variant"]) if perf_run else None
     if the_plan.get("stop"):
         return _ended(NOT_RETRIED, the_plan["stop"]["cause"], False, the_plan["stop"]["message"])
+    if run.get("guard_fired"):
+        return _ended(ROLLED_BACK, GUARD_ACTED, False, "the host's guard restored the known-good before this deploy "
+                      "confirmed the switch (%s); raise sglang_guard_margin above what the gates take"
+                      % guard.said(run["guard_fired"]), perf, gate)
     rejected = validation_failure(run["version"], run["release"], run["variant"], ran(run.get("validation")))
     if rejected:
         return _ended(FAILED, BAD_ARGUMENT, False, rejected)
@@ -419,7 +426,8 @@ def outcome(the_plan, run):
         ended = _decide(the_plan, run)
     tolerated = not run.get("fail_on_rollback", True) and ended["outcome"] in TOLERATED_OUTCOMES
     ended["ok"] = ended["outcome"] in GOOD_OUTCOMES or tolerated
-    ended["remember"] = ended["outcome"] == ROLLED_BACK
+    # (A switch the guard undid only because its deadline came first did not fail: not remembered.)
+    ended["remember"] = ended["outcome"] == ROLLED_BACK and ended["cause"] != GUARD_ACTED
     ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")
     ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged")
     ended["deployed_perf"] = deployed_perf(ended, run) if ended["record_deployed"] else None

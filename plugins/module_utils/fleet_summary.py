@@ -42,6 +42,14 @@ def failed_row(host, message):
             "outcome": "failed", "cause": first[0][:120] if first else "no message", "ratio": None, "seconds": None}
 
 
+def unfinished_row(data, message, unreachable):
+    """A host whose deploy ended (unreachable, or failed) while its switch was under way: its
+    last report says the switch was pending, so what it runs now is not known."""
+    first = (message or "").strip().splitlines()
+    return dict(data, outcome="unreachable" if unreachable else "failed",
+                cause="%s; %s" % (first[0][:80] if first else "no message", data.get("cause") or "state unknown"))
+
+
 def _cells(data):
     ratio, seconds = data.get("ratio"), data.get("seconds")
     return (data["host"] or NONE, data.get("class") or NONE,

@@ -120,7 +120,9 @@ deadline_at:
   type: str
   sample: "2026-12-03 12:04:31 UTC"
 fired:
-  description: What the guard did when it already acted on this switch (disarmed); null when it did not.
+  description:
+    - What the guard did when it already acted on this switch (disarmed) - it restored the known-good before
+      the deploy confirmed; null when it did not. The caller decides what that means for its outcome.
   returned: always
   type: dict
 said:
@@ -217,9 +219,10 @@ def arm(module, params):
     with guard.Locked(params["state_dir"]):
         write_program(False)
         write_units(params, deadline, False)
-        # The guard's last result was said by the read that planned this switch: it is history now.
+        # A new switch: the guard's last result was said by the read that planned it, it is history
+        # now. (A rollback's re-arm keeps it: the guard may have acted on this very switch.)
         result = os.path.join(params["state_dir"], guard.RESULT)
-        if os.path.exists(result):
+        if params["phase"] == "gate" and os.path.exists(result):
             os.rename(result, result + ".prev")
         guard.write_json(os.path.join(params["state_dir"], guard.PENDING), pending)
         timer, _service, boot = guard.guard_units(params["unit"])
@@ -282,10 +285,6 @@ def main():
         module.fail_json(msg="%s does not exist: the deploy creates the state folders before it arms the guard"
                              % params["state_dir"], elapsed=0.0)
     result = arm(module, params) if params["state"] == "armed" else disarm(module, params)
-    if result.get("fired"):
-        module.fail_json(msg="%s: the host's guard acted before this deploy confirmed the switch: %s. Raise "
-                             "sglang_guard_margin above what the gates take." % (params["unit"], result["said"]),
-                         elapsed=round(time.monotonic() - started, 3), **result)
     module.exit_json(elapsed=round(time.monotonic() - started, 3), **result)
 
 

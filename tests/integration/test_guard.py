@@ -5,14 +5,21 @@ by itself, with the known-good intact and true and the guard's word in status.ym
 pending switch is never "unchanged", a broken known-good is refused before the running
 service is touched, and check mode leaves a stale lock where it was.
 
-The DDTREE start is slowed (a fault) so the controller goes away while the gate waits; the
-guard's deadline is short here (health timeout 12 s + settle + margin 20 s)."""
+Ctrl-C also comes at each other phase: after the lock (nothing changed, nothing armed), in
+the settle window, during the speed gate and during the rollback; and the host is stopped
+during the gate: the play says it is unreachable, its report says the switch's state is
+unknown and when the guard acts, and at its next boot the host restores the known-good.
+
+Where the rows need the controller to be away while the gate waits, the DDTREE start is
+slowed (a fault); the guard's deadline is short here (health timeout 20 s + settle 3 s + margin 5 s)."""
 from __future__ import annotations
 
 import json
 import os
 import signal
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -23,9 +30,12 @@ from tests.integration.labhost import podman
 pytestmark = pytest.mark.xdist_group("guard")
 
 STATE = "/etc/sglang/"
-# The margin covers the speed gate's measurement (deploy_ddtree.yml has it on).
-SHORT = {"sglang_service_health_timeout": 12, "sglang_guard_margin": 20, "sglang_retry_rolled_back": True}
-# A hang guard: the deadline (about 35 s) plus the restore, on two busy cores.
+# Deploys the rows interrupt: the guard's deadline about 28 s after the restart (health timeout
+# 20 s, settle 3 s, margin 5 s), so that it acts soon after the controller went away.
+GUARDED = {"sglang_service_health_timeout": 20, "sglang_guard_margin": 5, "sglang_retry_rolled_back": True}
+# Deploys that must pass their gates: the margin covers the speed gate's measurement on two busy cores.
+PASSING = {"sglang_service_health_timeout": 20, "sglang_guard_margin": 120, "sglang_retry_rolled_back": True}
+# A hang guard: the deadline plus the restore, on two busy cores.
 GUARD_WAIT_S = 120
 
 
@@ -42,7 +52,8 @@ def serving(lab):
 @pytest.fixture
 def nextn(serving):
     host = serving
-    host.run("rm -f /etc/inferops-lab/faults.json /run/inferops-sglang/deploy.lock")
+    # (Each row reads the guard's result of its own switch: an earlier row's is not it.)
+    host.run("rm -f /etc/inferops-lab/faults.json /run/inferops-sglang/deploy.lock %sguard.json" % STATE)
     if not (healthy(host) and "NEXTN" in host.run(["cat", UNIT]).stdout):
         assert deploy("deploy_nextn", host).returncode == 0
     yield host
@@ -54,25 +65,45 @@ def slow_ddtree(host):
 
 
 def start_deploy(host, **extra):
+    """deploy_ddtree.yml in the background; its output lines gather in proc.lines as they come."""
     cmd = [str(BIN / "ansible-playbook"), "-i", LAB_INVENTORY, "playbooks/deploy_ddtree.yml", "-l", host.name,
-           "-e", json.dumps(dict(SHORT, **extra))]
-    return subprocess.Popen(cmd, cwd=REPO, env=_env({"ANSIBLE_STDOUT_CALLBACK": "default"}),
+           "-e", json.dumps(dict(GUARDED, **extra))]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=_env({"ANSIBLE_STDOUT_CALLBACK": "default"}),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc.lines = []
+    proc.reader = threading.Thread(target=lambda: proc.lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    proc.reader.start()
+    return proc
 
 
-def interrupted_after_the_restart(host, interrupt, **extra):
-    """deploy_ddtree.yml with DDTREE slowed, and `interrupt(proc)` once the host restarted into
-    DDTREE; returns the playbook's exit code."""
-    slow_ddtree(host)
+def interrupted(host, when, interrupt, **extra):
+    """deploy_ddtree.yml, and `interrupt(proc)` once `when(host, proc)` holds; returns the
+    ended playbook (returncode, stdout)."""
     proc = start_deploy(host, **extra)
     try:
-        host.wait_for(lambda: restarted_into_ddtree(host), GUARD_WAIT_S, 0.2, "the restart into DDTREE")
+        host.wait_for(lambda: when(host, proc), GUARD_WAIT_S, 0.2, "the moment to interrupt the deploy")
         interrupt(proc)
-        proc.communicate(timeout=GUARD_WAIT_S)
+        proc.wait(timeout=GUARD_WAIT_S)
+        proc.reader.join(timeout=GUARD_WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
-    return proc.returncode
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(proc.lines))
+
+
+def interrupted_after_the_restart(host, interrupt, **extra):
+    """deploy_ddtree.yml with DDTREE slowed, interrupted once the host restarted into DDTREE."""
+    slow_ddtree(host)
+    return interrupted(host, lambda h, _proc: restarted_into_ddtree(h), interrupt, **extra)
+
+
+def at_task(name):
+    """The moment the deploy starts the task of this name (its banner printed)."""
+    return lambda _host, proc: any(line.startswith("TASK [") and name in line for line in list(proc.lines))
+
+
+def sigint(proc):
+    proc.send_signal(signal.SIGINT)
 
 
 def pending(host):
@@ -112,59 +143,149 @@ def test_the_host_restores_the_known_good_when_the_controller_goes_away(nextn, s
             os.killpg(proc.pid, sig)   # the whole controller, at once
         else:
             proc.send_signal(sig)
-    assert interrupted_after_the_restart(host, interrupt) != 0
+    assert interrupted_after_the_restart(host, interrupt).returncode != 0
     assert_restored_by_the_guard(host, "deadline", kg_unit)
 
 
-def test_a_host_restarted_during_the_gate_restores_the_known_good_at_boot(nextn):
+def ddtree_answers(host, _proc):
+    return pending(host) and "DDTREE" in host.run(["cat", UNIT]).stdout and healthy(host)
+
+
+@pytest.mark.parametrize("faults, when", [
+    ({}, ddtree_answers),
+    ({}, at_task("Measure the new service")),
+    ({"crash_after_ready_s": 0.5, "only_algorithm": "DDTREE"}, at_task("Restore the known-good files")),
+], ids=["during the settle window", "during the speed gate", "during the rollback"])
+def test_ctrl_c_at_each_phase_after_the_restart_leaves_the_known_good(nextn, faults, when):
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
+    host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
+    assert interrupted(host, when, sigint, sglang_service_leftovers_timeout=5).returncode != 0
+    assert_restored_by_the_guard(host, "deadline", kg_unit)
+
+
+def test_ctrl_c_after_the_lock_changes_nothing_and_arms_nothing(nextn):
+    host = nextn
+    before = invocation(host)
+    assert interrupted(host, at_task("Read the GPUs"), sigint).returncode != 0
+    assert invocation(host) == before and healthy(host) and "NEXTN" in host.run(["cat", UNIT]).stdout
+    assert not pending(host) and guard_result(host) is None
+    # The lock it left names what to do.
+    again = deploy("deploy_ddtree", host, **PASSING)
+    said = " ".join(again.stdout.split())
+    assert again.returncode != 0 and "the lock is stale" in said and "playbooks/rollback.yml" in said, said[-2000:]
+
+
+def test_a_host_paused_past_the_deadline_serves_the_known_good_once_it_runs_again(nextn):
+    """A host that hangs (here: its container frozen) from the restart until past the guard's
+    deadline: when it runs again its guard acts at once, and the deploy, which meanwhile gave
+    up on DDTREE's start, rolls back; either way the host serves NEXTN, healthy."""
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
 
-    def restart_the_host(_proc):
-        podman("stop", "-t", "2", host.container)
-        podman("start", host.container)
+    def pause_past_the_deadline(_proc):
+        deadline = json.loads(host.run(["cat", STATE + "pending.json"]).stdout)["deadline"]
+        podman("pause", host.container)
+        try:
+            host.wait_for(lambda: time.time() > deadline + 2, GUARD_WAIT_S, 0.5, "the guard's deadline")
+        finally:
+            podman("unpause", host.container)
+    ended = interrupted_after_the_restart(host, pause_past_the_deadline)
+    assert ended.returncode != 0, ended.stdout[-3000:]
+    assert_restored_by_the_guard(host, "deadline", kg_unit)
+    rep = report(host)
+    # Which came first after the thaw, the gate's timeout or the guard, is the host's scheduler's call.
+    assert rep["outcome"] == "rolled_back" and rep["cause"] in ("timeout", "guard_acted_first"), rep["diagnosis"]
+
+
+def test_a_host_down_during_the_gate_is_unreachable_and_restores_the_known_good_at_boot(nextn):
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
     # Only the boot can act in time: the deadline is far.
-    assert interrupted_after_the_restart(host, restart_the_host, sglang_guard_margin=600) != 0
+    lost = interrupted_after_the_restart(host, lambda _proc: podman("stop", "-t", "2", host.container),
+                                         sglang_guard_margin=600)
+    assert lost.returncode != 0
+    # As over SSH: unreachable, not a module whose output did not parse.
+    assert "unreachable=1" in lost.stdout and "does not run" in lost.stdout, lost.stdout[-3000:]
+    assert "deserialization" not in lost.stdout
+    # Its report says the switch's state is unknown, and when the guard acts.
+    rep = report(host)
+    assert rep["outcome"] == "pending" and rep["guard"]["deadline_at"].endswith(" UTC"), rep
+    summary = [line for line in lost.stdout.splitlines() if line.startswith("ct200 ")][-1]
+    assert " unreachable " in summary and "state unknown; the host's guard restores the known-good at" in summary
+    podman("start", host.container)
+    host.wait_for(lambda: host.run("systemctl is-system-running", check=False).stdout.strip()
+                  in ("running", "degraded"), GUARD_WAIT_S, 0.5, "the host's boot")
     assert_restored_by_the_guard(host, "boot", kg_unit)
 
 
 def test_a_pending_switch_is_unverified_and_a_re_run_gates_it(nextn):
     host = nextn
     # The guard waits (the deadline is far): the re-run comes first.
-    interrupted_after_the_restart(host, lambda proc: proc.send_signal(signal.SIGINT), sglang_guard_margin=600)
+    interrupted_after_the_restart(host, sigint, sglang_guard_margin=600)
     status = run_playbook("playbooks/status.yml", limit=host.name)
     assert "DDTREE UNVERIFIED (a switch began at" in status.stdout, status.stdout[-2000:]
     host.run("rm -f /etc/inferops-lab/faults.json /run/inferops-sglang/deploy.lock")
-    again = deploy("deploy_ddtree", host, **SHORT)
+    again = deploy("deploy_ddtree", host, **PASSING)
     rep = report(host)
     assert rep["outcome"] == "deployed" and rep["health"]["state"] == "healthy", rep["diagnosis"]
     assert rep["before"] == "ddtree (unverified)" and not pending(host), again.stdout[-2000:]
     # The ungated DDTREE never became the known-good: NEXTN still is.
     assert "NEXTN" in host.run(["cat", STATE + "known-good/sglang.service"]).stdout
-    reset_service(host)
 
 
-def test_an_incomplete_known_good_is_refused_before_the_service_is_touched(nextn):
-    host = nextn
-    assert deploy("deploy_ddtree", host, **SHORT).returncode == 0   # NEXTN becomes the known-good
+@pytest.fixture
+def ddtree_over_nextn(serving):
+    """DDTREE deployed over NEXTN (the known-good); each row's damage to the known-good is
+    undone afterwards (one deploy for all the rows)."""
+    host = serving
+    host.run("rm -f /etc/inferops-lab/faults.json /run/inferops-sglang/deploy.lock")
+    kept = host.run(["cat", STATE + "known-good/sglang.service"], check=False).stdout
+    if not ("DDTREE" in host.run(["cat", UNIT], check=False).stdout and "NEXTN" in kept and healthy(host)
+            and not pending(host)):
+        if not (healthy(host) and "NEXTN" in host.run(["cat", UNIT], check=False).stdout):
+            reset_service(host)
+            assert deploy("deploy_nextn", host).returncode == 0
+        assert deploy("deploy_ddtree", host, **PASSING).returncode == 0
+    host.run("rm -rf /root/known-good.kept && cp -a %sknown-good /root/known-good.kept" % STATE)
+    yield host
+    host.run("rm -rf {0}known-good && cp -a /root/known-good.kept {0}known-good".format(STATE))
+
+
+@pytest.mark.parametrize("damage, said, status", [
+    ("rm /etc/sglang/known-good/sglang.env", "incomplete: missing sglang.env in /etc/sglang/known-good",
+     "known-good NEXTN incomplete: missing sglang.env"),
+    ("rm /etc/sglang/known-good/sglang.service", "incomplete: missing sglang.service in /etc/sglang/known-good",
+     "known-good NEXTN incomplete: missing sglang.service"),
+    ("echo '{not json' > /etc/sglang/known-good/meta.json",
+     "corrupt: /etc/sglang/known-good/meta.json does not parse as a deploy record",
+     "known-good corrupt: /etc/sglang/known-good/meta.json does not parse"),
+], ids=["its env missing", "its unit missing", "its meta.json corrupt"])
+def test_a_broken_known_good_is_named_and_refused_before_the_service_is_touched(
+        ddtree_over_nextn, damage, said, status):
+    host = ddtree_over_nextn
     before = invocation(host)
-    host.run(["rm", STATE + "known-good/sglang.env"])
+    host.run(damage)
     proc = run_playbook("playbooks/rollback.yml", limit=host.name)
-    assert proc.returncode != 0
-    assert "the known-good service is incomplete: missing sglang.env in /etc/sglang/known-good" in proc.stdout
+    text = " ".join(proc.stdout.split())
+    assert proc.returncode != 0 and "the known-good service is " + said in text, text[-2000:]
     assert invocation(host) == before and "DDTREE" in host.run(["cat", UNIT]).stdout, "the service was not touched"
-    status = run_playbook("playbooks/status.yml", limit=host.name)
-    assert "known-good NEXTN incomplete: missing sglang.env" in status.stdout
-    reset_service(host)
+    assert status in " ".join(run_playbook("playbooks/status.yml", limit=host.name).stdout.split())
 
 
-def test_check_mode_leaves_a_stale_lock_and_says_what_runs(nextn):
+def test_check_mode_on_a_crash_looping_host_changes_nothing_and_says_what_runs(nextn):
+    """A host left crash-looping an unconfirmed DDTREE by an interrupted deploy (its lock stale):
+    a check run that would break the lock changes nothing on it, and says it runs DDTREE, unverified."""
     host = nextn
-    stale = json.dumps({"user": "alice", "controller": "gone", "pid": 999999, "playbook": "deploy.yml",
-                        "taken": 1.0, "run_id": "gone:999999:0"})
-    host.put("/run/inferops-sglang/deploy.lock", stale)
-    proc = run_playbook("playbooks/deploy_ddtree.yml", limit=host.name, check_diff=True,
-                        extra_vars={"gpu_preflight_break_lock": True})
-    assert host.run(["cat", "/run/inferops-sglang/deploy.lock"]).stdout == stale, proc.stdout[-2000:]
-    assert "NEXTN" in host.run(["cat", UNIT]).stdout
-    host.run("rm -f /run/inferops-sglang/deploy.lock")
+    host.put("/etc/inferops-lab/faults.json", json.dumps({"crash_after_ready_s": 0, "only_algorithm": "DDTREE"}))
+    interrupted(host, lambda h, _proc: restarted_into_ddtree(h), sigint, sglang_guard_margin=600)
+    state = "cat /run/inferops-sglang/deploy.lock; sha1sum %s %s*.json %s*/*" % (UNIT, STATE, STATE)
+    before = host.run(state).stdout
+    assert '"run_id"' in before and "pending.json" in before, before
+    proc = run_playbook("playbooks/deploy.yml", limit=host.name, check_diff=True,
+                        extra_vars={"gpu_preflight_break_lock": True, "sglang_variant": "nextn"})
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert host.run(state).stdout == before, "check mode changed the host"
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("ct200 ")][-1]
+    assert "ddtree (unverified) -> " in summary and " check " in summary, summary
+    reset_service(host)

@@ -8,6 +8,10 @@ on stdin never arrives; each task then pays for a temporary folder, a copy and a
 three `podman exec` calls (~0.3 s each here). Passing `-i` when there is input makes one call
 per task, which is what SSH with pipelining gives production hosts: lab timings stay
 comparable to the real thing.
+
+A host that is down is unreachable, as over SSH: when `podman exec` fails and the container
+does not run (stopped, or stopped during the task), the task ends with AnsibleConnectionFailure,
+which Ansible reports as UNREACHABLE - not as a module whose output did not parse.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -55,8 +59,10 @@ DOCUMENTATION = """
 """
 
 import shlex
+import subprocess
 
-from ansible.module_utils.common.text.converters import to_native
+from ansible.errors import AnsibleConnectionFailure
+from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.plugins.connection import ensure_connect
 from ansible_collections.containers.podman.plugins.connection.podman import Connection as PodmanConnection
 
@@ -70,4 +76,15 @@ class Connection(PodmanConnection):
         args = ["exec", "-i"] if in_data else ["exec"]
         if self.user:
             args += ["--user", self.user]
-        return self._podman(args, shlex.split(to_native(cmd, errors="surrogate_or_strict")), in_data)
+        rc, stdout, stderr = self._podman(args, shlex.split(to_native(cmd, errors="surrogate_or_strict")), in_data)
+        if rc != 0 and not self._running():
+            raise AnsibleConnectionFailure("lab host %s is down (container %s does not run): %s"
+                                           % (self._play_context.remote_addr, self._container_id,
+                                              to_text(stderr, errors="surrogate_or_replace").strip()))
+        return rc, stdout, stderr
+
+    def _running(self):
+        """Whether the container runs (a host that is up), asked of podman directly."""
+        proc = subprocess.run([self.get_option("podman_executable"), "inspect", "--format", "{{.State.Running}}",
+                               self._container_id], capture_output=True, text=True, check=False)
+        return proc.stdout.strip() == "true"

@@ -55,3 +55,21 @@ def test_a_playbook_without_a_deploy_report_prints_and_writes_nothing(tmp_path):
     plugin.v2_runner_on_failed(result("ct129", "ansible.builtin.fail", {"msg": "boom"}))
     plugin.v2_playbook_on_stats(MagicMock())
     assert not plugin._display.display.called and not list(tmp_path.iterdir())
+
+
+def test_a_host_lost_while_its_switch_was_under_way_says_its_state_is_unknown(tmp_path):
+    plugin = callback()
+    pending = row("ct200", "pending", cause="state unknown; the host's guard restores the known-good at "
+                                            "2026-12-03 12:18:50 UTC unless confirmed")
+    plugin.v2_runner_on_ok(result("ct200", "inferops.sglang.sglang_report", {"summary": pending, "dir": str(tmp_path)}))
+    plugin.v2_runner_on_unreachable(result("ct200", "inferops.sglang.sglang_health",
+                                           {"msg": "lab host ct200 is down (container inferops-ct200 does not run)"}))
+    plugin.v2_runner_on_ok(result("ct129", "inferops.sglang.sglang_report",
+                                  {"summary": row("ct129", "pending", cause="state unknown"), "dir": str(tmp_path)}))
+    plugin.v2_runner_on_failed(result("ct129", "inferops.sglang.sglang_health", {"msg": "boom"}))
+    plugin.v2_playbook_on_stats(MagicMock())
+    written = json.loads((tmp_path / "fleet-summary.json").read_text())
+    assert [(h["host"], h["outcome"], h["cause"]) for h in written["hosts"]] == [
+        ("ct129", "failed", "boom; state unknown"),
+        ("ct200", "unreachable", "lab host ct200 is down (container inferops-ct200 does not run); state unknown; the "
+                                 "host's guard restores the known-good at 2026-12-03 12:18:50 UTC unless confirmed")]

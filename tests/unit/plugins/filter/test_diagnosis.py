@@ -109,6 +109,18 @@ def test_the_rollback_line_says_what_was_restored_and_what_it_waited_for(rollbac
     ({"gate": {}, "known_good": "NEXTN", "leftovers": LEFT}, True, False,
      "ct129: rolled back to NEXTN: restored but NOT STARTED - " + LEFT["msg"]),
     ({}, False, True, "ct129: the known-good service already serves, healthy: left alone"),
-], ids=["healthy", "not started", "left alone"])
+    ({"guard": {"why": "the host restarted during DDTREE's gate", "time": 1796300040.0, "restored": "nextn",
+                "healthy": True, "seconds": 4.26}}, False, True,
+     "ct129: earlier, the host restarted during DDTREE's gate at 12:14:00; the host restored NEXTN by itself, healthy "
+     "in 4.3 s.\nct129: the known-good service already serves, healthy: left alone"),
+], ids=["healthy", "not started", "left alone", "what the guard did before, said first"])
 def test_rollback_result(rollback, restored, ok, msg):
     assert sglang_rollback_result(rollback, "ct129", "sglang.service", restored) == {"ok": ok, "msg": msg}
+
+
+def test_a_switch_the_guard_undid_first_is_said_in_one_line():
+    said = sglang_diagnosis("ct200", "ddtree", "rolled_back", "the host's guard restored the known-good before this "
+                            "deploy confirmed the switch (...)", HEALTHY, KEPT, None, "NEXTN",
+                            cause="guard_acted_first")
+    assert said == ("ct200: DDTREE deploy undone: the host's guard restored the known-good before this deploy "
+                    "confirmed the switch (...)")

@@ -261,6 +261,10 @@ OUTCOMES = [
      ("rolled_back", None, True, False)),
     ("a task failed before the restart: failed, nothing to roll back", SWITCH,
      {"failure": "could not write", "restarted": False, "gate": None}, ("failed", None, False, False)),
+    ("the guard restored the known-good first: undone, nothing left to roll back", SWITCH,
+     {"guard_fired": {"why": "the controller did not confirm DDTREE's gate by its deadline", "time": 1796300331.0,
+                      "restored": "nextn", "healthy": True, "seconds": 2.0}},
+     ("rolled_back", "guard_acted_first", False, False)),
 ]
 
 
@@ -269,7 +273,9 @@ def test_outcome(the_plan, over, expected):
     got = dp.outcome(the_plan, run(**over))
     assert (got["outcome"], got["cause"], got["rollback"], got["ok"]) == expected
     assert got["outcome"] in dp.OUTCOMES
-    assert got["remember"] is (got["outcome"] == "rolled_back")
+    # (A switch undone only because the guard's deadline came first did not fail: not remembered.)
+    assert got["remember"] is (got["outcome"] == "rolled_back" and got["cause"] != dp.GUARD_ACTED)
+    assert got["record"] is None or got["outcome"] != "rolled_back" or got["remember"]
 
 
 def test_every_outcome_and_every_verdict_has_a_row():
