@@ -279,7 +279,8 @@ def bench_guard():
     reset_to_nextn([host])
     runs = []
     for rep in range(min(REPS, 3)):  # noqa: B007
-        host.run("rm -f /etc/sglang/guard.json")
+        # (The killed run's lock is stale: an operator breaks it; here it goes before the next run.)
+        host.run("rm -f /etc/sglang/guard.json /run/inferops-sglang/deploy.lock")
         host.put("/etc/inferops-lab/faults.json", json.dumps({"slow_start_s": 600, "only_algorithm": "DDTREE"}))
         proc = subprocess.Popen(playbook_cmd("playbooks/deploy_ddtree.yml", ["ct200"], **GUARD_GATE), cwd=REPO,
                                 env=deploy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -195,6 +195,8 @@ def test_rollback_without_known_good_says_so(fresh, ct129):
     ({"sglang_variant": "medusa"}, "unknown variant medusa (have nextn, dflash, ddtree): set sglang_variant"),
     ({"sglang_envelope_overrides": {"mem_fraction_static": 1.5}},
      "sglang_envelope_overrides.mem_fraction_static: 1.5 must be between 0 and 1 (exclusive)"),
+    ({"sglang_envelope_overrides": {"mem_fraction_static": "high"}},
+     "nothing was changed: sglang_envelope_overrides.mem_fraction_static: 'high' is not a number; write a fraction"),
     ({"sglang_envelope_overrides": {"context_length": -4096}},
      "sglang_envelope_overrides.context_length: -4096 must be at least 1."),
     ({"sglang_envelope_overrides": {"context_length": "32k", "tp_size": 1.5}},
