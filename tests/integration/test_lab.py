@@ -11,7 +11,7 @@ from datetime import datetime
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import journal_command
-from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
+from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, run_playbook
 from tests.integration.conftest import container_ids
 from tests.integration.labhost import ENV, LABCTL, PREFIX, WORKER, LabHost, labctl, podman
 
@@ -177,3 +177,27 @@ def test_fast_dying_process_lines_are_read_for_its_invocation(ct129):
                                          main_pid=int(props["ExecMainPID"]))).stdout
         assert ours.count("FASTLINE") == 1, "start %d: %s" % (attempt, ours)
     print("lines journald left untagged: %d/40" % untagged)
+
+
+def test_a_stopped_lab_host_is_unreachable_over_podman_and_over_ssh(tmp_path):
+    """As a production host that is down: UNREACHABLE, whether the lab reaches it with its podman
+    connection or over SSH (`labctl inventory --ssh`), never a module output that does not parse."""
+    prefix = PREFIX + "gone-"
+    other = dict(ENV, INFEROPS_LAB_PREFIX=prefix)
+    subprocess.run([*LABCTL, "up", "ct129:a6000"], env=other, check=True, capture_output=True)
+    try:
+        ssh = tmp_path / "ssh.yml"
+        ssh.write_text(subprocess.run([*LABCTL, "inventory", "--ssh"], env=other, check=True, capture_output=True,
+                                      text=True).stdout)
+        podman("stop", "-t", "1", prefix + "ct129")
+        for sources in ([LAB_INVENTORY], [LAB_INVENTORY, str(ssh)]):
+            cmd = [str(BIN / "ansible"), "ct129", *(a for src in sources for a in ("-i", src)), "-m", "ansible.builtin.ping"]
+            proc = subprocess.run(cmd, cwd=REPO, env=_env({"INFEROPS_LAB_PREFIX": prefix}), capture_output=True,
+                                  text=True, check=False)
+            said = proc.stdout + proc.stderr
+            result = json.loads(proc.stdout)
+            host = result["plays"][0]["tasks"][0]["hosts"]["ct129"]
+            assert proc.returncode == 4 and result["stats"]["ct129"]["unreachable"] == 1, (sources, said[-2000:])
+            assert host.get("unreachable") is True and "deserialization" not in said, host
+    finally:
+        subprocess.run([*LABCTL, "down"], env=other, check=False, capture_output=True)
