@@ -63,8 +63,10 @@ class ActionModule(ActionBase):
             if not os.path.isdir(folder):
                 os.makedirs(folder, 0o755)
             paths = []
-            for name, content in (("%s-%s.json" % (stamp, args["name"]), data), ("%s-%s.txt" % (stamp, args["name"]), text),
-                                  ("latest.json", data), ("latest.txt", text)):
+            # (A deploy still under way is not history yet: only its latest.* say it.)
+            history = [] if boolean(args.get("in_progress", False), strict=True) else [
+                ("%s-%s.json" % (stamp, args["name"]), data), ("%s-%s.txt" % (stamp, args["name"]), text)]
+            for name, content in history + [("latest.json", data), ("latest.txt", text)]:
                 paths.append(os.path.join(folder, name))
                 write_atomically(paths[-1], content)
         except OSError as exc:

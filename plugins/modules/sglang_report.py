@@ -57,6 +57,14 @@ options:
         ended badly). The report is written either way, so a failed deploy has one too.
     type: bool
     default: false
+  in_progress:
+    description:
+      - The report of a deploy still under way (a switch not yet confirmed) - written as C(latest.json) and
+        C(latest.txt) only, not into the host's history, so that the deploy's own report replaces it. A run that
+        ends before its report (Ctrl-C, the host unreachable) leaves it as the host's last word.
+    type: bool
+    default: false
+    version_added: 0.3.0
 attributes:
   action:
     support: full

@@ -41,3 +41,13 @@ def test_a_written_report_returns_the_fleet_row_as_result_and_fact(tmp_path):
     assert written["seconds"] > 1e9, "seconds since the start (0 is the epoch)"
     assert got["summary"]["after"] == "ddtree" and got["summary"]["ratio"] == 1.2
     assert got["ansible_facts"] == {"sglang_deploy": got["summary"]} and got["dir"] == str(tmp_path)
+
+
+def test_a_deploy_under_way_is_the_latest_report_but_not_history_and_its_own_report_replaces_it(tmp_path):
+    run({"dir": str(tmp_path), "name": "ddtree", "report": {"outcome": "pending"}, "text": "under way",
+         "in_progress": True})
+    assert sorted(p.name for p in (tmp_path / "ct200").iterdir()) == ["latest.json", "latest.txt"]
+    run({"dir": str(tmp_path), "name": "ddtree", "report": {"outcome": "deployed"}, "text": "done"})
+    assert json.loads((tmp_path / "ct200" / "latest.json").read_text()) == {"outcome": "deployed"}
+    history = sorted(p.name for p in (tmp_path / "ct200").iterdir() if not p.name.startswith("latest"))
+    assert len(history) == 2 and all("-ddtree." in name for name in history), history
