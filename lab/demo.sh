@@ -52,7 +52,7 @@ diagnosis ct129 rolled_back kv_pool_oom
 step 3 "DDTree on ct129 again, with the incident's second envelope (0.95, 32768, 4)"
 # (The preflight's memory estimate is a lower bound; it is skipped so that SGLang itself meets the limit.)
 overrides='{"mem_fraction_static": 0.95, "context_length": 32768, "max_running_requests": 4}'
-run playbooks/deploy_ddtree.yml -l ct129 -e "{\"sglang_envelope_overrides\": $overrides, \"gpu_preflight_check_fit\": false}"
+run playbooks/deploy_ddtree.yml -l ct129 -e "{\"sglang_envelope_overrides\": $overrides, \"sglang_check_fit\": false}"
 diagnosis ct129 rolled_back cuda_graph_failed
 
 step 4 "DDTree on ct200: kept, measured faster than the known-good NEXTN"

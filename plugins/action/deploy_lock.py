@@ -83,8 +83,8 @@ def describe(host, holder, age, dead, break_stale):
         return text + " That process is gone: the lock is stale, and that deploy may have stopped mid-switch. " \
                       "playbooks/status.yml says what the host runs (UNVERIFIED: a switch never confirmed; the " \
                       "host's guard restores the known-good by itself at its deadline) and playbooks/rollback.yml " \
-                      "brings the known-good back now. Re-run with -e gpu_preflight_break_lock=true to break it."
+                      "brings the known-good back now. Re-run with -e sglang_break_lock=true to break it."
     if break_stale:
         return text + " It is still running (or ran on another controller and is younger than max_age): " \
                       "not breaking a live lock."
-    return text + " Wait for it to finish; if it is dead, re-run with -e gpu_preflight_break_lock=true."
+    return text + " Wait for it to finish; if it is dead, re-run with -e sglang_break_lock=true."

@@ -72,8 +72,12 @@ class ActionModule(ActionBase):
         except OSError as exc:
             raise AnsibleActionFail("could not write the report in %s: %s" % (folder, exc))
         summary = row(report)
+        # The fact says which deploy wrote it and whether it ended well (a later play reads it: the
+        # rest of a class after its canary, deploy.yml's last play).
+        ok = boolean(args.get("ok", not boolean(args.get("fail", False), strict=True)), strict=True)
+        fact = dict(summary, deploy=str(args["deploy"]) if args.get("deploy") else None, ok=ok, msg=args["text"])
         result.update(changed=False, paths=paths, msg=args["text"], summary=summary, dir=top,
-                      ansible_facts={"sglang_deploy": summary})
+                      ansible_facts={"sglang_deploy": fact})
         if boolean(args.get("fail", False), strict=True):
             result["failed"] = True
         return result

@@ -4,8 +4,8 @@
 """A canary per host class (private to this collection; pure, no Ansible imports).
 
 With the canary on, the first host of each class in the play's order deploys first; the
-rest of a class deploy only when that host kept the variant. `phase()` sorts a host into
-its group, `verdict()` says whether a host of the rest goes on or is skipped, and why."""
+rest of a class deploy only when that host kept the variant. `phases()` sorts the hosts into
+their groups, `verdict()` says whether a host of the rest goes on or is skipped, and why."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,23 +20,20 @@ SKIPPED = "skipped"
 GOES_ON = ("deployed", "unchanged", "check")
 
 
-def class_group(host_class):
-    """The inventory group of a host class's hosts in this deploy."""
-    return "sglang_class_%s" % (host_class or UNCLASSED)
-
-
-def phase(host, play_hosts, class_members, enabled):
-    """Where a host deploys: `group` to add it to, whether it is
-    its class's canary, and which host is (`class_canary`, None with the canary off). The
-    canary is the first of its class in the play's order (the inventory's, after --limit),
-    so the same inventory always picks the same host."""
-    if not enabled:
-        return {"group": REST, "canary": False, "class_canary": None}
-    members = set(class_members)
-    first = next((name for name in play_hosts if name in members), host)
-    if first == host:
-        return {"group": CANARIES, "canary": True, "class_canary": host}
-    return {"group": REST, "canary": False, "class_canary": first}
+def phases(play_hosts, classes, enabled):
+    """Where each host deploys: {host: {group, canary, class_canary}}. `classes` are the play
+    hosts' classes, in the same order (empty: no class). With the canary on, the first host of
+    each class in the play's order (the inventory's, after --limit) is its class's canary, so
+    the same inventory always picks the same host; every other host deploys with the rest and
+    knows its class's canary (`class_canary`, None with the canary off)."""
+    first = {}
+    for host, host_class in zip(play_hosts, classes):
+        first.setdefault(host_class or UNCLASSED, host)
+    said = {}
+    for host, host_class in zip(play_hosts, classes):
+        canary = first[host_class or UNCLASSED] if enabled else None
+        said[host] = {"group": CANARIES if canary == host else REST, "canary": canary == host, "class_canary": canary}
+    return said
 
 
 def _first_line(text, limit=160):

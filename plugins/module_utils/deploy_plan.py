@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils import adoption, guard
+from ansible_collections.inferops.sglang.plugins.module_utils import adoption, envelope, guard
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     FAILING_VERDICTS, judge, recorded_baseline,
@@ -171,7 +171,9 @@ def needs_read(facts, lock, files, config_id=None):
 
 def input_problem(wants):
     """What is wrong with the deploy's own inputs, said as the fix (None when nothing is):
-    checked by the plan, after the read-only read and before anything on the host changes."""
+    checked by the plan, after the read-only read and before anything on the host changes.
+    `wants` names variant and variants, release, and what envelope.input_problems checks
+    (envelope, overrides, model_path, draft_model_path, draft: the variant has a draft model)."""
     variants = list(wants.get("variants") or ())
     problems = []
     if wants.get("variant") not in variants:
@@ -179,11 +181,11 @@ def input_problem(wants):
                         % (wants.get("variant"), ", ".join(variants)))
     if not wants.get("release"):
         problems.append("no release given (sglang_service_release_dir)")
-    if not wants.get("model_path"):
-        problems.append("no model path given (sglang_model_path)")
+    problems += envelope.input_problems(wants.get("envelope"), wants.get("overrides"), wants.get("model_path"),
+                                        wants.get("variant"), wants.get("draft_model_path"), wants.get("draft"))
     if not problems:
         return None
-    return "%s: %s. Nothing was changed." % (wants.get("host", "?"), "; ".join(problems))
+    return "%s: bad deploy inputs, nothing was changed: %s." % (wants.get("host", "?"), "; ".join(problems))
 
 
 def port_problem(wants, facts):
@@ -199,7 +201,7 @@ def port_problem(wants, facts):
     named = "; ".join(describe(h) for h in others)
     stops = sorted(set(stop_command(h) for h in others))
     units = sorted(set(h["unit"] for h in others if h.get("unit")))
-    adopt = (", adopt it as the known-good service (sglang_service_adopt: %s, README \"Bringing a hand-made host "
+    adopt = (", adopt it as the known-good service (sglang_service_adopt: %s, the docs guide \"Bringing a hand-made host "
              "under the collection\")" % units[0]) if len(units) == 1 else ""
     return ("%s: port %s is held by %s, not %s: the new server could not bind it. Stop it (%s)%s, or choose another "
             "port (sglang_service_port). Nothing was changed."
@@ -209,7 +211,7 @@ def port_problem(wants, facts):
 def plan(wants, facts):
     """The switch's decisions. `wants`: host, variant and variants (the names there are),
     release, model_path, port, desired (unit/env/secrets texts), paths (the same names -> paths),
-    release_marker, release_built, checker ({path, sha1}),
+    release_marker, checker ({path, sha1}), what input_problem checks,
     retry_rolled_back, perf_gate ({enabled, baseline, workload, ...}); `facts`: sglang_facts'
     ansible_facts.sglang. A converged host's plan carries its outcome as `ended`."""
     problem = input_problem(wants) or adoption.problem(wants, facts) or port_problem(wants, facts)
@@ -223,7 +225,7 @@ def plan(wants, facts):
     doubt = unverified(facts, paths)
     # What runs unverified is treated as not healthy: a re-run restarts into this and gates it.
     healthy = bool(facts.get("healthy")) and not facts.get("pending")
-    release_present = bool(wants.get("release_built")) or checksums.get(wants["release_marker"]) is not None
+    release_present = checksums.get(wants["release_marker"]) is not None
     locked_by = facts.get("locked_by")
     converged = healthy and not differs and release_present and locked_by is None and not pending and doubt is None
     # (Not only a write restarts into it: an adopted host keeps the failed unit's files, stopped.)
@@ -324,21 +326,6 @@ def rollback_plan(facts, host, unit, unit_path, state_dir):
     return {"restore": not serving or bool(facts.get("pending"))}
 
 
-def rejoin_gateway(drained, ended, rollback_gate):
-    """Whether the worker goes back into the gateway's rotation: only when this run took it
-    out (`drained`, the sglang_gateway result) and the host now serves, healthy: the new server
-    passed the gates, or the known-good is proven healthy again, or the deploy stopped before it
-    restarted anything. (Check mode's outcome is `check`: nothing to put back.)"""
-    if not ran(drained) or drained.get("failed"):
-        return False
-    outcome = (ended or {}).get("outcome")
-    if outcome in (DEPLOYED, UNCHANGED):
-        return True
-    if outcome == ROLLED_BACK:
-        return (rollback_gate or {}).get("state") == "healthy"
-    return outcome == FAILED and not (ended or {}).get("rollback")
-
-
 def would_change(write, write_paths, restart, unit, adopt=None):
     """What a deploy would do, said in check mode (where it does nothing)."""
     steps = ["keep %s as the known-good, stop and disable it" % adopt] if adopt else []
@@ -426,6 +413,10 @@ def outcome(the_plan, run):
         ended = _decide(the_plan, run)
     tolerated = not run.get("fail_on_rollback", True) and ended["outcome"] in TOLERATED_OUTCOMES
     ended["ok"] = ended["outcome"] in GOOD_OUTCOMES or tolerated
+    # The host serves, healthy, without a rollback: the new server passed the gates, or the deploy
+    # stopped before it restarted anything. (Back into a gateway's rotation then; after a
+    # rollback, once the known-good is healthy.)
+    ended["serves"] = ended["outcome"] in (DEPLOYED, UNCHANGED) or (ended["outcome"] == FAILED and not ended["rollback"])
     # (A switch the guard undid only because its deadline came first did not fail: not remembered.)
     ended["remember"] = ended["outcome"] == ROLLED_BACK and ended["cause"] != GUARD_ACTED
     ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")

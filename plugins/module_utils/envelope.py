@@ -89,12 +89,13 @@ def problems(envelope, overrides, names=("sglang_envelope", "sglang_envelope_ove
     return said
 
 
-def input_problems(envelope, overrides, model_path, variant, draft_model_path):
+def input_problems(envelope, overrides, model_path, variant, draft_model_path, needs_draft):
     """Everything wrong with a deploy's inputs, before any host changes: the envelope's
-    problems, then a missing model path or a draft model a speculative variant needs."""
+    problems, then a missing model path or the draft model a variant needs (`needs_draft`:
+    its `draft: true` in sglang_service_variants)."""
     said = problems(envelope, overrides)
     if not model_path:
         said.append("no model path given (sglang_model_path)")
-    if variant != "nextn" and not draft_model_path:
+    if needs_draft and not draft_model_path:
         said.append("%s needs a draft model: set sglang_draft_model_path" % variant)
     return said

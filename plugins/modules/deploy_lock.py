@@ -68,7 +68,7 @@ seealso:
 EXAMPLES = r"""
 - name: Take the deploy lock
   inferops.sglang.deploy_lock:
-    break_stale: "{{ gpu_preflight_break_lock }}"
+    break_stale: "{{ sglang_break_lock | default(false) }}"
 
 - name: Release it
   inferops.sglang.deploy_lock:

@@ -81,6 +81,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+ansible_facts:
+  description:
+    - C(sglang_rotation), whether this worker is in the gateway's rotation after the task (not in check
+      mode). A rollback takes out only a worker that is in, and puts back one that is out.
+  returned: success, not in check mode
+  type: dict
+  sample: {sglang_rotation: {worker_url: "http://198.18.1.3:30000", in_rotation: false}}
+  version_added: 0.3.0
 worker:
   description: The gateway's entry for the worker at the end (null when it has none).
   returned: always
@@ -256,6 +264,11 @@ def main():
     )
     gateway = Gateway(module)
     result = gateway.absent() if module.params["state"] == "absent" else gateway.present()
+    if not module.check_mode:
+        # Public, so a later rollback (the role's handler, rollback.yml) knows whether this run
+        # already took the worker out, and puts back only what it took out.
+        result["ansible_facts"] = {"sglang_rotation": {"worker_url": module.params["worker_url"],
+                                                       "in_rotation": module.params["state"] == "present"}}
     module.exit_json(elapsed=gateway.elapsed(), **result)
 
 

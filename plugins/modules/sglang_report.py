@@ -65,6 +65,17 @@ options:
     type: bool
     default: false
     version_added: 0.3.0
+  deploy:
+    description:
+      - The deploy's id (one per run of playbooks/deploy.yml), kept in the fact C(sglang_deploy), so a later
+        play tells this deploy's report from an earlier one's in the same run.
+    type: str
+    version_added: 0.3.0
+  ok:
+    description:
+      - Whether the deploy ended well, kept in the fact C(sglang_deploy). Default is the opposite of O(fail).
+    type: bool
+    version_added: 0.3.0
 attributes:
   action:
     support: full
@@ -129,10 +140,12 @@ dir:
   type: str
   sample: /srv/ops/reports
 ansible_facts:
-  description: The fact C(sglang_deploy), the same as RV(summary).
+  description:
+    - The fact C(sglang_deploy), RV(summary) with C(deploy) (O(deploy)), C(ok) (O(ok)) and C(msg) (O(text)).
   returned: when written
   type: dict
-  sample: {sglang_deploy: {host: ct200, outcome: deployed, cause: null}}
+  sample: {sglang_deploy: {host: ct200, outcome: deployed, cause: null, deploy: "1796300000.1", ok: true,
+                           msg: "ct200: DDTREE deployed, healthy in 6.1 s"}}
 report:
   description: The host's last report (C(latest.json)), or null when there is none.
   returned: with O(read=true)

@@ -121,7 +121,7 @@ def test_adopted_on_a6000_ddtree_fails_and_the_hand_made_unit_comes_back(handmad
     host = handmade["ct129"]
     before = handmade_fingerprint(host)
     # The preflight's estimate is a lower bound; skip it so SGLang itself meets the limit.
-    proc = deploy("deploy_ddtree", host, gpu_preflight_check_fit=False, **ADOPT)
+    proc = deploy("deploy_ddtree", host, sglang_check_fit=False, **ADOPT)
     rep = report(host)
     assert proc.returncode != 0 and rep["outcome"] == "rolled_back" and rep["cause"] == "kv_pool_oom", rep["diagnosis"]
     assert "rolled back to NEXTN (%s, adopted): healthy in" % HANDMADE in rep["diagnosis"]
@@ -132,7 +132,7 @@ def test_adopted_on_a6000_ddtree_fails_and_the_hand_made_unit_comes_back(handmad
     kept = host.run("ls /etc/sglang/known-good").stdout.split()
     assert sorted(kept) == ["meta.json", "override.conf", "sglang-qwen", HANDMADE]
     # A re-run does not crash DDTree again, and leaves the hand-made unit serving.
-    again = deploy("deploy_ddtree", host, gpu_preflight_check_fit=False, **ADOPT)
+    again = deploy("deploy_ddtree", host, sglang_check_fit=False, **ADOPT)
     assert report(host)["outcome"] == "not_retried" and again.returncode != 0
     assert unit_state(host, HANDMADE) == ("active", "enabled") and handmade_fingerprint(host) == before
 

@@ -61,7 +61,7 @@ def test_second_deploy_on_a_locked_host_is_refused_at_once(fresh, ct129):
         assert proc.returncode != 0 and time.monotonic() - started < 30
         assert "ct129 is locked by another deploy: alice@" in proc.stdout
         assert "pid %d" % holder.pid in proc.stdout and "Wait for it to finish" in proc.stdout
-        broken = deploy("deploy_nextn", ct129, gpu_preflight_break_lock=True)
+        broken = deploy("deploy_nextn", ct129, sglang_break_lock=True)
         assert broken.returncode != 0 and "not breaking a live lock" in broken.stdout
         assert "alice" in ct129.run(["cat", "/run/inferops-sglang/deploy.lock"]).stdout, "a live lock stays"
     finally:
@@ -77,7 +77,7 @@ def test_rollback_takes_the_deploys_lock_at_its_custom_path(fresh, ct129):
         with open("/proc/%d/stat" % holder.pid) as fh:
             start = fh.read().rsplit(")", 1)[1].split()[19]
         plant_lock(ct129, holder.pid, run_id="%s:%d:%s" % (os.uname().nodename, holder.pid, start), path=custom)
-        proc = run_playbook("playbooks/rollback.yml", limit="ct129", extra_vars={"gpu_preflight_lock_path": custom})
+        proc = run_playbook("playbooks/rollback.yml", limit="ct129", extra_vars={"sglang_lock_path": custom})
         assert proc.returncode != 0 and "ct129 is locked by another deploy: alice@" in proc.stdout, proc.stdout[-2000:]
     finally:
         holder.kill()
@@ -90,7 +90,7 @@ def test_stale_lock_is_named_and_broken_only_when_asked(fresh, ct129):
     plant_lock(ct129, dead.pid)
     proc = deploy("deploy_nextn", ct129)
     assert proc.returncode != 0 and "the lock is stale" in proc.stdout
-    ok = deploy("deploy_nextn", ct129, gpu_preflight_break_lock=True)
+    ok = deploy("deploy_nextn", ct129, sglang_break_lock=True)
     assert ok.returncode == 0, ok.stdout[-3000:]
     assert ct129.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 1, "released"
 
@@ -309,8 +309,9 @@ def newest_release(host, version) -> str:
     return out[0]
 
 
-# The role's own read (the last task of this name; the converged check's read comes first).
-REREAD = "Read the host and plan the deploy"
+# The plan made again with the lock held: it reads the host again (its result's `read`) only
+# when another run released the lock after the first read.
+REREAD = "Plan again with the lock held (the host is read again only when another run released it since)"
 
 
 def task_results(proc, host) -> dict:
@@ -329,12 +330,12 @@ def test_a_deploy_reads_the_host_again_only_when_another_run_finished_on_it_sinc
     proc = run_playbook("playbooks/deploy.yml", limit="ct200", extra_vars=dict(quiet, sglang_variant="dflash"),
                         json_output=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert not task_results(proc, ct200)[REREAD].get("skipped"), "read again"
+    assert task_results(proc, ct200)[REREAD]["read"] is True, "read again"
     assert report(ct200)["outcome"] == "deployed"
     proc = run_playbook("playbooks/deploy.yml", limit="ct200", extra_vars=dict(quiet, sglang_variant="ddtree"),
                         json_output=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert task_results(proc, ct200)[REREAD].get("skipped"), "nothing happened on the host since it was read"
+    assert task_results(proc, ct200)[REREAD]["read"] is False, "nothing happened on the host since it was read"
     assert report(ct200)["outcome"] == "deployed"
 
 
@@ -354,3 +355,38 @@ def test_files_written_after_the_service_started_are_not_converged(fresh, ct200)
     assert ct200.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout == known_good
     settled = deploy("deploy", ct200, sglang_variant="dflash")
     assert settled.returncode == 0 and report(ct200)["outcome"] == "unchanged"
+
+
+OWN_CHECK = """
+- name: Deploy DDTree, then keep it only if our own check passes
+  hosts: sglang_hosts
+  gather_facts: false
+  become: true
+  roles:
+    - role: inferops.sglang.sglang_service
+      vars:
+        sglang_service_variant: ddtree
+  tasks:
+    - name: Run our evaluation against the new server (it does not pass)
+      ansible.builtin.command: test -e /nonexistent/evaluation-passed
+      register: evaluation
+      changed_when: evaluation.rc != 0
+      failed_when: false
+      notify: inferops.sglang rollback
+"""
+
+
+def test_a_check_of_your_own_rolls_the_host_back_through_the_roles_handler(fresh, ct200, tmp_path):
+    """The deploy guide's example: the role whole keeps DDTree, then a check of the user's own
+    notifies `inferops.sglang rollback`; the role's one restore path brings NEXTN back, healthy."""
+    assert deploy("deploy_nextn", ct200).returncode == 0
+    play = tmp_path / "own_check.yml"
+    play.write_text(OWN_CHECK)
+    proc = run_playbook(str(play), limit="ct200")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    said = " ".join(proc.stdout.split())
+    assert "RUNNING HANDLER [inferops.sglang.sglang_service : Roll back to the known-good service]" in said, said[-3000:]
+    assert "ct200: rolled back to NEXTN: healthy in" in said
+    assert "--speculative-algorithm NEXTN" in ct200.run(["cat", UNIT]).stdout and healthy(ct200)
+    assert json.loads(ct200.run(["cat", "/etc/sglang/deployed.json"]).stdout)["variant"] == "nextn"
+    assert ct200.run("test -e /etc/sglang/pending.json", check=False).returncode == 1, "nothing left pending"

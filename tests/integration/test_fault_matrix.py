@@ -104,7 +104,7 @@ def test_memory_failures_on_a6000(nextn, variant, overrides, cause, fraction):
     before = fingerprint(host)
     # The preflight estimate is a lower bound; skip it so SGLang itself meets the limit.
     proc = deploy("deploy", host, sglang_variant=variant, sglang_envelope_overrides=overrides,
-                  gpu_preflight_check_fit=False, **RETRY)
+                  sglang_check_fit=False, **RETRY)
     rep = rolled_back(proc, host, cause)
     assert rep["health"]["state"] == "failed" and rep["health"]["evidence"], rep["health"]
     # The hint names the values to change, as they were.
@@ -118,7 +118,7 @@ def test_gpu_memory_left_behind_is_waited_for_before_the_known_good_starts(nextn
     host = nextn["ct129"]
     before = fingerprint(host)
     faults(host, gpu_release_lag_s=4, only_algorithm="DDTREE")
-    proc = deploy("deploy", host, sglang_variant="ddtree", gpu_preflight_check_fit=False, **RETRY)
+    proc = deploy("deploy", host, sglang_variant="ddtree", sglang_check_fit=False, **RETRY)
     rep = rolled_back(proc, host, "kv_pool_oom")
     waited = re.search(r"healthy in [0-9.]+ s \(after ([0-9.]+) s for what sglang.service left behind\)", rep["diagnosis"])
     assert waited and 3.0 <= float(waited.group(1)) < 30, rep["diagnosis"]
@@ -133,7 +133,7 @@ def test_gpu_memory_that_never_comes_back_keeps_the_known_good_from_starting_int
     before = fingerprint(host)
     faults(host, gpu_release_lag_s=3600, only_algorithm="DDTREE")
     try:
-        proc = deploy("deploy", host, sglang_variant="ddtree", gpu_preflight_check_fit=False,
+        proc = deploy("deploy", host, sglang_variant="ddtree", sglang_check_fit=False,
                       sglang_service_leftovers_timeout=3, **RETRY)
         rep = report(host)
         assert proc.returncode != 0 and rep["outcome"] == "rolled_back" and rep["cause"] == "kv_pool_oom", rep["diagnosis"]

@@ -72,7 +72,7 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
     # goes back into rotation), the other a6000 is not touched, blackwell keeps DDTree.
     untouched = invocation(ct130)
     with Load(fleet["gateway"]) as load:
-        proc = deploy_through(fleet, "gateway", "deploy_ddtree", "ct129,ct130,ct200", gpu_preflight_check_fit=False)
+        proc = deploy_through(fleet, "gateway", "deploy_ddtree", "ct129,ct130,ct200", sglang_check_fit=False)
     assert load.failed == 0, (load.sent, load.failed, load.errors[:3])
     back, skipped, kept = report(ct129), report(ct130), report(ct200)
     assert back["outcome"] == "rolled_back" and back["cause"] == "kv_pool_oom", back["diagnosis"]

@@ -99,7 +99,9 @@ def interrupted_after_the_restart(host, interrupt, **extra):
 
 def at_task(name):
     """The moment the deploy starts the task of this name (its banner printed)."""
-    return lambda _host, proc: any(line.startswith("TASK [") and name in line for line in list(proc.lines))
+    # (The rollback's tasks are the role's handler's: RUNNING HANDLER [...].)
+    return lambda _host, proc: any(line.startswith(("TASK [", "RUNNING HANDLER [")) and name in line
+                                   for line in list(proc.lines))
 
 
 def sigint(proc):
@@ -167,7 +169,7 @@ def test_ctrl_c_at_each_phase_after_the_restart_leaves_the_known_good(nextn, fau
 def test_ctrl_c_after_the_lock_changes_nothing_and_arms_nothing(nextn):
     host = nextn
     before = invocation(host)
-    assert interrupted(host, at_task("Read the GPUs"), sigint).returncode != 0
+    assert interrupted(host, at_task("Check the GPUs"), sigint).returncode != 0
     assert invocation(host) == before and healthy(host) and "NEXTN" in host.run(["cat", UNIT]).stdout
     assert not pending(host) and guard_result(host) is None
     # The lock it left names what to do.
@@ -289,7 +291,7 @@ def test_check_mode_on_a_crash_looping_host_changes_nothing_and_says_what_runs(n
     before = host.run(state).stdout
     assert '"run_id"' in before and "pending.json" in before, before
     proc = run_playbook("playbooks/deploy.yml", limit=host.name, check_diff=True,
-                        extra_vars={"gpu_preflight_break_lock": True, "sglang_variant": "nextn"})
+                        extra_vars={"sglang_break_lock": True, "sglang_variant": "nextn"})
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert host.run(state).stdout == before, "check mode changed the host"
     summary = [line for line in proc.stdout.splitlines() if line.startswith("ct200 ")][-1]

@@ -28,7 +28,7 @@ def test_the_tarball_ships_the_collection_and_nothing_of_the_lab(tmp_path):
 
 
 def test_a_host_class_of_the_users_own_passes_the_role_spec(tmp_path):
-    """An h100 class, named in the inventory alone, is accepted by gpu_preflight's spec."""
+    """An h100 class, named in the inventory alone, is accepted by sglang_service's spec."""
     inventory = tmp_path / "hosts.yml"
     inventory.write_text("all:\n  children:\n    h100:\n      hosts:\n        h1:\n          ansible_connection: local\n"
                          "      vars:\n        sglang_host_class: h100\n        sglang_gpu_model: NVIDIA H100 80GB HBM3\n")
@@ -37,13 +37,13 @@ def test_a_host_class_of_the_users_own_passes_the_role_spec(tmp_path):
     play.write_text(
         "- hosts: h100\n  gather_facts: false\n  vars_files: [%s]\n  vars:\n"
         "    sglang_variant: eagle3\n    sglang_envelope: {tp_size: 8, mem_fraction_static: 0.9}\n"
-        "    names: \"{{ query('ansible.builtin.varnames', '^gpu_preflight_') }}\"\n  tasks:\n"
+        "    names: \"{{ query('ansible.builtin.varnames', '^sglang_service_') }}\"\n  tasks:\n"
         "    - ansible.builtin.validate_argument_spec:\n"
         "        argument_spec: \"{{ (lookup('file', spec) | from_yaml).argument_specs.main.options }}\"\n"
         "        provided_arguments: \"{{ dict(names | zip(query('ansible.builtin.vars', *names))) }}\"\n"
-        % (REPO / "roles" / "gpu_preflight" / "defaults" / "main.yml"))
+        % (REPO / "roles" / "sglang_service" / "defaults" / "main.yml"))
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inventory), str(play), "-e",
-                           "spec=%s" % (REPO / "roles" / "gpu_preflight" / "meta" / "argument_specs.yml")],
+                           "spec=%s" % (REPO / "roles" / "sglang_service" / "meta" / "argument_specs.yml")],
                           capture_output=True, text=True, check=False,
                           env=dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg")))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -1,5 +1,6 @@
-"""After sglang_service alone (run twice): NEXTN runs from the prepared release under the
-role's unit, healthy, its secrets private, what runs recorded, and one report saying so."""
+"""After sglang_service alone, as its README example runs it (twice): it built the release
+its plan found missing; NEXTN runs from it under the role's unit, healthy, its secrets private,
+what runs recorded, and one report saying so."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ import json
 from labverify import UNIT, UNIT_PATH, health_status, latest_report, reports
 
 
-def test_nextn_runs_healthy_from_the_prepared_release(blackwell):
+def test_nextn_runs_healthy_from_the_release_the_role_built(blackwell):
     unit = blackwell.file(UNIT_PATH).content_string
     release = blackwell.check_output("ls -d /opt/sglang/releases/0.5.23-*")
     assert "ExecStart=%s/bin/python -m sglang_sim" % release in unit

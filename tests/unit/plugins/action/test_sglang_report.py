@@ -34,13 +34,15 @@ def test_reading_returns_the_last_report(tmp_path):
 
 
 def test_a_written_report_returns_the_fleet_row_as_result_and_fact(tmp_path):
-    got = run({"dir": str(tmp_path), "name": "ddtree", "text": "t", "started": 0,
+    got = run({"dir": str(tmp_path), "name": "ddtree", "text": "t", "started": 0, "deploy": "deploy-1",
                "report": {"host": "ct200", "class": "blackwell", "before": "nextn", "variant": "ddtree",
                           "outcome": "deployed", "cause": None, "perf": {"ratio": 1.2}}})
     written = json.loads((tmp_path / "ct200" / "latest.json").read_text())
     assert written["seconds"] > 1e9, "seconds since the start (0 is the epoch)"
     assert got["summary"]["after"] == "ddtree" and got["summary"]["ratio"] == 1.2
-    assert got["ansible_facts"] == {"sglang_deploy": got["summary"]} and got["dir"] == str(tmp_path)
+    # The fact also says which deploy wrote it and whether it ended well (a class's rest reads its canary's).
+    assert got["ansible_facts"] == {"sglang_deploy": dict(got["summary"], deploy="deploy-1", ok=True, msg="t")}
+    assert got["dir"] == str(tmp_path)
 
 
 def test_a_deploy_under_way_is_the_latest_report_but_not_history_and_its_own_report_replaces_it(tmp_path):

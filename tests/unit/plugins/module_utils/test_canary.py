@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.canary import (
-    CANARIES, REST, class_group, phase, verdict,
+    CANARIES, REST, phases, verdict,
 )
 
 PLAY = ["ct129", "ct130", "ct200", "ct201", "ct300"]
 CLASSES = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell", "ct201": "blackwell", "ct300": ""}
-MEMBERS = {"a6000": ["ct130", "ct129"], "blackwell": ["ct201", "ct200"], "": ["ct300"]}
 
 
 @pytest.mark.parametrize("host, enabled, group", [
@@ -18,17 +17,16 @@ MEMBERS = {"a6000": ["ct130", "ct129"], "blackwell": ["ct201", "ct200"], "": ["c
     ("ct300", True, CANARIES), ("ct129", False, REST),
 ], ids=["first a6000 in play order", "second a6000", "first blackwell", "second blackwell",
         "a host without a class is its own class's canary", "canary off: every host in the rest"])
-def test_phase_picks_the_first_host_of_each_class_in_play_order(host, enabled, group):
-    # (The class's group lists its hosts in the order they were grouped, not the play's.)
-    got = phase(host, PLAY, MEMBERS[CLASSES[host]], enabled)
+def test_phases_pick_the_first_host_of_each_class_in_play_order(host, enabled, group):
+    got = phases(PLAY, [CLASSES[h] for h in PLAY], enabled)[host]
     assert (got["group"], got["canary"]) == (group, group == CANARIES)
     first = {"a6000": "ct129", "blackwell": "ct200", "": "ct300"}[CLASSES[host]]
     assert got["class_canary"] == (first if enabled else None), "every host knows its class's canary"
 
 
-def test_the_class_groups_are_named_by_class():
-    assert (class_group("a6000"), class_group(""), class_group(None)) == (
-        "sglang_class_a6000", "sglang_class_unclassified", "sglang_class_unclassified")
+def test_the_play_order_picks_the_canary_whatever_the_inventory_order():
+    got = phases(["ct130", "ct129"], ["a6000", "a6000"], True)
+    assert (got["ct130"]["canary"], got["ct129"]["class_canary"]) == (True, "ct130")
 
 
 @pytest.mark.parametrize("canary, report, failure, go, cause", [

@@ -32,7 +32,8 @@ def wants(**over):
     base = {"host": "ct200", "variants": ["nextn", "dflash", "ddtree"], "release": "/opt/sglang/releases/r",
             "model_path": "/models/m", "port": 30000, "desired": DESIRED, "paths": {"unit": UNIT, "env": ENV, "secrets": SECRETS}, "release_marker": MARKER,
             "checker": {"path": CHECKER, "sha1": "c"}, "variant": "ddtree", "unit": "sglang.service",
-            "retry_rolled_back": False, "perf_gate": {"enabled": False, "baseline": "measure", "workload": WORKLOAD}}
+            "retry_rolled_back": False, "perf_gate": {"enabled": False, "baseline": "measure", "workload": WORKLOAD},
+            "envelope": {"tp_size": 8, "mem_fraction_static": 0.85}, "draft": True, "draft_model_path": "/models/d"}
     base.update(over)
     return base
 
@@ -127,12 +128,19 @@ def test_plan(want, read, expected):
 
 
 @pytest.mark.parametrize("want, message", [
-    ({"variant": "medusa"}, "ct200: unknown variant medusa (have nextn, dflash, ddtree): set sglang_variant to one "
-                            "of them. Nothing was changed."),
-    ({"release": ""}, "ct200: no release given (sglang_service_release_dir). Nothing was changed."),
-    ({"variant": "x", "model_path": ""}, "ct200: unknown variant x (have nextn, dflash, ddtree): set sglang_variant "
-                                         "to one of them; no model path given (sglang_model_path). Nothing was changed."),
-], ids=["unknown variant", "no release", "every problem at once"])
+    ({"variant": "medusa"}, "ct200: bad deploy inputs, nothing was changed: unknown variant medusa (have nextn, "
+                            "dflash, ddtree): set sglang_variant to one of them."),
+    ({"release": ""}, "ct200: bad deploy inputs, nothing was changed: no release given (sglang_service_release_dir)."),
+    ({"variant": "x", "model_path": ""}, "ct200: bad deploy inputs, nothing was changed: unknown variant x (have "
+                                         "nextn, dflash, ddtree): set sglang_variant to one of them; no model path given "
+                                         "(sglang_model_path)."),
+    ({"draft_model_path": ""}, "ct200: bad deploy inputs, nothing was changed: ddtree needs a draft model: set "
+                               "sglang_draft_model_path."),
+    ({"envelope": {"tp_size": 8, "mem_fraction_static": 1.5}},
+     "ct200: bad deploy inputs, nothing was changed: sglang_envelope.mem_fraction_static: 1.5 must be between 0 and "
+     "1 (exclusive), such as 0.88."),
+], ids=["unknown variant", "no release", "every problem at once", "a variant with a draft model, without it",
+        "the envelope out of range (the role run alone: deploy.yml says it earlier)"])
 def test_bad_inputs_are_refused_by_name(want, message):
     with pytest.raises(dp.InputError) as err:
         dp.plan(wants(**want), facts())
@@ -145,7 +153,7 @@ def test_bad_inputs_are_refused_by_name(want, message):
     ([{"pid": 42, "name": "python3", "unit": "sglang-qwen.service", "address": "0.0.0.0"}],
      "ct200: port 30000 is held by PID 42 (python3, unit sglang-qwen.service), not sglang.service: the new server "
      "could not bind it. Stop it (systemctl stop sglang-qwen.service), adopt it as the known-good service "
-     "(sglang_service_adopt: sglang-qwen.service, README \"Bringing a hand-made host under the collection\"), or "
+     "(sglang_service_adopt: sglang-qwen.service, the docs guide \"Bringing a hand-made host under the collection\"), or "
      "choose another port (sglang_service_port). Nothing was changed."),
     ([{"pid": 9, "name": "nc", "unit": None, "address": "127.0.0.1"},
       {"pid": 7, "name": "python3", "unit": "sglang.service", "address": "::1"}],
@@ -435,25 +443,22 @@ def test_rollback_without_a_known_good_says_so():
     assert "ct200: NO KNOWN-GOOD SERVICE on this host (/etc/sglang/known-good/ is empty)" in str(err.value)
 
 
-DRAINED = {"changed": True, "cut": 0, "msg": "http://w: out of rotation, 0 requests in flight after 1.0 s"}
+SERVES = {
+    # Whether the host serves, healthy, without a rollback (back into a gateway's rotation at
+    # once; after a rollback the handler puts it back once the known-good is healthy).
+    "deployed": True, "unchanged: converged": True, "unchanged: nothing restarted": True, "check mode": False,
+    "not retried": False, "rejected command line: failed, bad_argument": True,
+    "failed gate: rolled back with its cause": False, "perf gate: slower than the baseline": False,
+    "a task failed after the restart: not proven, rolled back": False,
+    "a task failed before the restart: failed, nothing to roll back": True,
+    "the guard restored the known-good first: undone, nothing left to roll back": False,
+}
 
 
-@pytest.mark.parametrize("drained, ended, rollback_gate, rejoin", [
-    (DRAINED, {"outcome": "deployed"}, {}, True),
-    (DRAINED, {"outcome": "unchanged"}, {}, True),
-    (DRAINED, {"outcome": "rolled_back", "rollback": True}, {"state": "healthy"}, True),
-    (DRAINED, {"outcome": "rolled_back", "rollback": True}, {"state": "failed"}, False),
-    (DRAINED, {"outcome": "rolled_back", "rollback": True}, {}, False),
-    (DRAINED, {"outcome": "failed", "rollback": False}, {}, True),
-    (DRAINED, {"outcome": "check"}, {}, False),
-    ({"skipped": True}, {"outcome": "deployed"}, {}, False),
-    (dict(DRAINED, failed=True), {"outcome": "deployed"}, {}, False),
-    (None, {"outcome": "deployed"}, {}, False),
-], ids=["deployed", "unchanged", "rolled back, known-good healthy", "rolled back, known-good not healthy",
-        "rolled back, known-good not started", "stopped before the restart: the old server serves", "check mode",
-        "not drained (no restart)", "the gateway could not be reached", "no gateway"])
-def test_rejoin_gateway(drained, ended, rollback_gate, rejoin):
-    assert dp.rejoin_gateway(drained, ended, rollback_gate) is rejoin
+@pytest.mark.parametrize("name", sorted(SERVES))
+def test_the_outcome_says_whether_the_host_serves_without_a_rollback(name):
+    the_plan, over = next(c[1:3] for c in OUTCOMES if c[0] == name)
+    assert dp.outcome(the_plan, run(**over))["serves"] is SERVES[name]
 
 
 def test_snapshot_refused_when_the_files_are_not_what_passed():

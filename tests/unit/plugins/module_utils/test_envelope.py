@@ -40,10 +40,12 @@ def test_envelope_problems_name_the_envelope_and_what_is_missing():
         "mem_fraction_static is not set: give it in sglang_envelope (or sglang_envelope_overrides for this host)"]
 
 
-@pytest.mark.parametrize("model_path, variant, draft, said", [
-    ("/models/m", "ddtree", "/models/d", []),
-    ("", "nextn", "", ["no model path given (sglang_model_path)"]),
-    ("/models/m", "dflash", "", ["dflash needs a draft model: set sglang_draft_model_path"]),
-], ids=["all given", "no model path", "a speculative variant without its draft model"])
-def test_input_problems(model_path, variant, draft, said):
-    assert input_problems(ENVELOPE, {}, model_path, variant, draft) == said
+@pytest.mark.parametrize("model_path, variant, draft, needs_draft, said", [
+    ("/models/m", "ddtree", "/models/d", True, []),
+    ("", "nextn", "", False, ["no model path given (sglang_model_path)"]),
+    ("/models/m", "dflash", "", True, ["dflash needs a draft model: set sglang_draft_model_path"]),
+    ("/models/m", "eagle3-own-head", "", False, []),
+], ids=["all given", "no model path", "a variant with a draft model, without it", "a variant of the user's own "
+        "without a draft model"])
+def test_input_problems(model_path, variant, draft, needs_draft, said):
+    assert input_problems(ENVELOPE, {}, model_path, variant, draft, needs_draft) == said

@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of sglang_outcome: how the deploy ended after its gates
+(deploy_plan.outcome), and, when they passed, the switch confirmed to the host's guard (the
+sglang_guard module, state=disarmed). The documentation is plugins/modules/sglang_outcome.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan
+from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
+
+GUARD_MODULE = "inferops.sglang.sglang_guard"
+
+
+class ActionModule(DecisionAction):
+    ARGUMENT_SPEC = dict(
+        plan=dict(type="dict", required=True),
+        variant=dict(type="str", required=True),
+        version=dict(type="str", required=True),
+        release=dict(type="str", required=True),
+        unit=dict(type="str", default="sglang.service"),
+        state_dir=dict(type="str", default="/etc/sglang"),
+        validation=dict(type="dict"),
+        restart=dict(type="dict"),
+        gate=dict(type="dict"),
+        perf=dict(type="dict"),
+        baseline=dict(type="dict"),
+        failure=dict(type="str", default=""),
+        guard=dict(type="dict"),
+        fail_on_rollback=dict(type="bool", default=True),
+    )
+
+    def decide(self, args, task_vars):
+        the_plan = args["plan"]
+        run = self.run_facts(args)
+        ended = deploy_plan.outcome(the_plan, run)
+        confirmed = None
+        if deploy_plan.ran(args["guard"]) and not ended["rollback"] and not self._task.check_mode:
+            confirmed = self.call(GUARD_MODULE, {"state": "disarmed", "unit": args["unit"],
+                                                 "state_dir": args["state_dir"], "config_id": the_plan["config_id"]},
+                                  task_vars)
+            if confirmed.get("failed"):
+                return confirmed
+            if confirmed.get("fired"):
+                # The guard's deadline came first: it restored the known-good; nothing to confirm.
+                ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=confirmed["fired"]))
+        return dict(ended, time=run["now"], changed=bool(confirmed and confirmed.get("changed")),
+                    confirmed=deploy_plan.task_result(confirmed) if confirmed else None)
+
+    def run_facts(self, args):
+        """What the gates saw, in deploy_plan.outcome's words."""
+        the_plan = args["plan"]
+        return {
+            "check_mode": bool(self._task.check_mode), "variant": args["variant"], "version": args["version"],
+            "release": args["release"], "unit": args["unit"], "validation": args["validation"],
+            "restarted": deploy_plan.ran(args["restart"]) is not None, "gate": args["gate"],
+            "perf_gate": the_plan.get("perf_gate") or {}, "perf": args["perf"], "baseline": args["baseline"],
+            "failure": args["failure"], "fail_on_rollback": args["fail_on_rollback"],
+            "running_perf": the_plan.get("running_perf"), "server_args": the_plan.get("server_args"),
+            "now": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }

@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of sglang_plan: what this deploy runs (module_utils/service_config.py), one
+read of the host when the last one no longer stands (the sglang_facts module), and the plan
+(module_utils/deploy_plan.py). The documentation is plugins/modules/sglang_plan.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import hashlib
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.loader import lookup_loader
+from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, service_config
+from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction, plain
+
+FACTS_MODULE = "inferops.sglang.sglang_facts"
+
+ARGUMENT_SPEC = dict(
+    variant=dict(type="str", required=True),
+    variants=dict(type="dict", required=True),
+    envelope=dict(type="raw", default={}),
+    overrides=dict(type="raw", default={}),
+    extra_args=dict(type="dict", default={}),
+    model_path=dict(type="str", default=""),
+    draft_model_path=dict(type="str", default=""),
+    release=dict(type="str", default=""),
+    version=dict(type="str", required=True),
+    flags_by_version=dict(type="dict", default={}),
+    launcher=dict(type="str", default="sglang.launch_server"),
+    host=dict(type="str", default="127.0.0.1"),
+    port=dict(type="int", default=30000),
+    api_key=dict(type="str", default="", no_log=True),
+    unit=dict(type="str", default="sglang.service"),
+    adopt=dict(type="str", default=""),
+    user=dict(type="str", default="sglang"),
+    group=dict(type="str", default="sglang"),
+    state_dir=dict(type="str", default="/etc/sglang"),
+    data_dir=dict(type="str", default="/var/lib/sglang"),
+    lock_path=dict(type="str", default="/run/inferops-sglang/deploy.lock"),
+    lock=dict(type="dict", default={}),
+    retry_rolled_back=dict(type="bool", default=False),
+    perf_gate=dict(type="dict", default={}),
+    canary=dict(type="str", default=""),
+    canary_report=dict(type="dict"),
+    deploy_id=dict(type="str", default=""),
+    started=dict(type="float"),
+    unit_template=dict(type="str", default="sglang.service.j2"),
+    env_template=dict(type="str", default="sglang.env.j2"),
+    checker=dict(type="str", default="validate_server_args.py"),
+)
+
+
+def refuse_bad_inputs(host, args):
+    """Bad inputs are refused first, under the inventory's names (an envelope that is not a
+    mapping included), before anything is made of them."""
+    problem = deploy_plan.input_problem(dict(
+        args, host=host, variants=list(args["variants"]),
+        draft=service_config.needs_draft(args["variants"], args["variant"])))
+    if problem:
+        raise AnsibleActionFail(problem)
+
+
+class ActionModule(DecisionAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+
+    def decide(self, args, task_vars):
+        host = task_vars.get("inventory_hostname")
+        skip = self.canary_verdict(host, args)
+        refuse_bad_inputs(host, args)
+        config = self.config(host, args, task_vars)
+        facts, read = self.facts(args, config, task_vars)
+        if facts.get("failed"):
+            return facts
+        try:
+            # (A skipped host is not planned: only what it runs is said, in its report.)
+            decided = deploy_plan.plan(config["wants"], facts) if skip is None else self.skipped(args, facts, skip)
+        except deploy_plan.InputError as exc:
+            raise AnsibleActionFail(str(exc))
+        desired = config["wants"]["desired"]
+        decided.update(
+            server_args=config["server_args"], argv=config["argv"], desired=desired, files=config["files"],
+            read=read, skip=skip, layout=service_config.layout(args),
+            # The texts of the files to write (the plan's `write`), for sglang_state.
+            write_config=dict((name, desired[name]) for name in decided.get("write") or ()),
+            config_id=config["wants"]["config_id"], perf_gate=args["perf_gate"],
+            running_perf=(facts.get("deployed") or {}).get("perf"),
+            started=args["started"] if args["started"] is not None else time.time(), changed=False)
+        if read:
+            decided["ansible_facts"] = {"sglang": facts}
+        return decided
+
+    def config(self, host, args, task_vars):
+        """What the deploy runs: the server's arguments, its command line, the files' texts."""
+        try:
+            server_args = service_config.server_args(args)
+        except service_config.ConfigError as exc:
+            raise AnsibleActionFail("%s: %s. Nothing was changed." % (host, exc))
+        files = service_config.paths(args["unit"], args["state_dir"])
+        argv, exec_start = service_config.command_line(args, server_args, files)
+        wants = self.wants(host, args, self.desired(args, task_vars, exec_start), files)
+        return {"server_args": server_args, "argv": argv, "files": files, "wants": wants}
+
+    def facts(self, args, config, task_vars):
+        """The host's read: this run's, while it stands, else one read now. Returns (read, made now)."""
+        facts = plain((task_vars.get("ansible_facts") or {}).get("sglang") or {})
+        files, wants = config["files"], config["wants"]
+        if not deploy_plan.needs_read(facts, args["lock"], service_config.read_files(files, args["release"]),
+                                      wants["config_id"]):
+            return facts, False
+        return self.read(args, files, wants, task_vars), True
+
+    @staticmethod
+    def canary_verdict(host, args):
+        """A host of the rest of its class whose canary did not keep the variant is skipped
+        (canary.verdict), before anything is read: None when it goes on."""
+        if not args["canary"] or args["canary"] == host:
+            return None
+        report = args["canary_report"] or {}
+        if report.get("deploy") != args["deploy_id"]:
+            # (An earlier deploy's report of the same run says nothing about this one.)
+            said = canary.verdict(args["canary"], None, "it ended before its report (unreachable, or interrupted)")
+        else:
+            said = canary.verdict(args["canary"], report)
+        return None if said["go"] else {"cause": said["cause"], "msg": "%s: %s" % (host, said["msg"])}
+
+    @staticmethod
+    def skipped(args, facts, skip):
+        """The plan of a host its class canary stopped: untouched, its report says why."""
+        ended = {"outcome": canary.SKIPPED, "cause": skip["cause"], "failure": skip["msg"], "rollback": False,
+                 "ok": True, "gate": None, "perf": None, "variant": args["variant"], "unit": args["unit"]}
+        return {"before": deploy_plan.before(None, facts), "ended": ended, "converged": False, "earlier": None}
+
+    def desired(self, args, task_vars, exec_start):
+        """The unit, env and secrets texts this deploy wants: the role's templates, rendered with
+        the task's variables and the ExecStart= line made here."""
+        lookup = lookup_loader.get("ansible.builtin.template", loader=self._loader, templar=self._templar)
+        rendered = {}
+        for name, template in (("unit", args["unit_template"]), ("env", args["env_template"])):
+            rendered[name] = str(lookup.run([template], variables=task_vars,
+                                            template_vars={"__sglang_service_exec_start": exec_start})[0])
+        rendered["secrets"] = service_config.secrets_text(args["api_key"])
+        return rendered
+
+    def checker_sha1(self, name):
+        with open(self._find_needle("files", name), "rb") as fh:
+            return hashlib.sha1(fh.read()).hexdigest()
+
+    def wants(self, host, args, desired, files):
+        """What the plan decides from, besides the host's read (deploy_plan.plan)."""
+        return {
+            "host": host, "variant": args["variant"], "variants": list(args["variants"]),
+            "draft": service_config.needs_draft(args["variants"], args["variant"]),
+            "envelope": args["envelope"], "overrides": args["overrides"], "model_path": args["model_path"],
+            "draft_model_path": args["draft_model_path"], "release": args["release"], "port": args["port"],
+            "desired": desired, "paths": files, "release_marker": service_config.release_marker(args["release"]),
+            "checker": {"path": service_config.CHECKER_PATH, "sha1": self.checker_sha1(args["checker"])},
+            "unit": args["unit"], "adopt": args["adopt"], "launchers": service_config.launchers(args),
+            "retry_rolled_back": args["retry_rolled_back"], "perf_gate": args["perf_gate"],
+            "config_id": deploy_plan.config_id(desired),
+        }
+
+    def read(self, args, files, wants, task_vars):
+        """One read-only call to the host (sglang_facts): what runs, its files' checksums, the
+        records, the model configs, the lock."""
+        module_args = {
+            "unit": args["unit"], "url": "http://%s:%s/health" % (args["host"], args["port"]),
+            "state_dir": args["state_dir"], "files": service_config.read_files(files, args["release"]),
+            "config_id": wants["config_id"], "models": [p for p in service_config.model_paths(args) if p],
+            "layout": service_config.layout(args), "lock": args["lock_path"], "launchers": wants["launchers"]}
+        if args["adopt"]:
+            module_args["adopt"] = args["adopt"]
+        answer = self.call(FACTS_MODULE, module_args, task_vars)
+        if answer.get("failed"):
+            return answer
+        return (answer.get("ansible_facts") or {}).get("sglang") or {}

@@ -1,0 +1,165 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_outcome
+short_description: Say how an SGLang deploy ended after its gates, and confirm the switch to the host's guard
+version_added: "0.3.0"
+description:
+  - Decides, from the plan (M(inferops.sglang.sglang_plan)) and what the gates saw, how the deploy ended
+    (C(module_utils/deploy_plan.py)) - the first of a stop before the switch (C(not_retried)), a command line the
+    release rejected, check mode, a failed health gate, a slower or failing variant, a failed task, nothing
+    restarted, C(deployed) - with its cause, whether to roll back, and what the host records.
+  - When the gates passed and the switch was guarded (O(guard)), confirms it to the host's guard
+    (M(inferops.sglang.sglang_guard) C(state=disarmed)) - the task is then changed, as the host's pending record is
+    gone. When the guard had already restored the known-good (its deadline came first), says so (cause
+    C(guard_acted_first)) instead; nothing is recorded.
+  - Runs on the controller (an action plugin); only the confirmation goes to the host.
+author:
+  - inferops maintainers (@inferops)
+options:
+  plan:
+    description: The plan (M(inferops.sglang.sglang_plan)'s result).
+    type: dict
+    required: true
+  variant:
+    description: The variant deployed.
+    type: str
+    required: true
+  version:
+    description: The release's SGLang version (for a rejected command line's message).
+    type: str
+    required: true
+  release:
+    description: The release folder.
+    type: str
+    required: true
+  unit:
+    description: The managed unit.
+    type: str
+    default: sglang.service
+  state_dir:
+    description: Where the guard keeps its pending record.
+    type: str
+    default: /etc/sglang
+  validation:
+    description: The argument checker's result (a command task's), or skipped.
+    type: dict
+  restart:
+    description: The restart task's result, or skipped.
+    type: dict
+  gate:
+    description: M(inferops.sglang.sglang_health)'s result, or skipped.
+    type: dict
+  perf:
+    description: M(inferops.sglang.sglang_bench)'s result for the new service, or skipped.
+    type: dict
+  baseline:
+    description: The performance gate's baseline (the C(inferops.sglang.sglang_perf_baseline) filter's result).
+    type: dict
+  failure:
+    description: The message of a task that failed during the switch.
+    type: str
+    default: ""
+  guard:
+    description: The task result that armed the host's guard, or skipped (nothing to confirm).
+    type: dict
+  fail_on_rollback:
+    description: A rolled-back deploy did not end well (the host fails once its report is written).
+    type: bool
+    default: true
+attributes:
+  action:
+    support: full
+    description: Decides on the controller; the confirmation runs M(inferops.sglang.sglang_guard) on the host.
+  check_mode:
+    support: full
+    description: Decides C(check) (what the deploy would do) and confirms nothing.
+  diff_mode:
+    support: none
+    description: The confirmation only removes the guard's pending record.
+seealso:
+  - module: inferops.sglang.sglang_plan
+  - module: inferops.sglang.sglang_guard
+"""
+
+EXAMPLES = r"""
+- name: Decide how the deploy ended, and confirm the switch to the host's guard when its gates passed
+  inferops.sglang.sglang_outcome:
+    plan: "{{ plan }}"
+    variant: ddtree
+    version: "0.5.23"
+    release: /opt/sglang/releases/0.5.23-4f1c2ab90d3e
+    restart: "{{ restart }}"
+    gate: "{{ gate }}"
+    guard: "{{ armed }}"
+  register: outcome
+
+# (The role's own way: the record of the rolled-back configuration notifies its handler.)
+- name: Record that this configuration was rolled back, and roll back
+  inferops.sglang.sglang_state:
+    rolled_back: "{{ outcome.record.rolled_back }}"
+    config_id: "{{ outcome.record.config_id }}"
+  when: outcome.rollback
+  notify: inferops.sglang rollback
+"""
+
+RETURN = r"""
+outcome:
+  description: C(deployed), C(unchanged), C(rolled_back), C(not_retried), C(check) or C(failed).
+  returned: success
+  type: str
+  sample: rolled_back
+cause:
+  description: Why (the gate's cause, C(slower_than_baseline), C(bad_argument), C(guard_acted_first), ...); null.
+  returned: success
+  type: str
+  sample: kv_pool_oom
+rollback:
+  description: The known-good must be restored.
+  returned: success
+  type: bool
+ok:
+  description: The deploy ended well (the play goes on).
+  returned: success
+  type: bool
+failure:
+  description: The message of what stopped the deploy, when something did.
+  returned: success
+  type: str
+perf:
+  description: The performance gate's judged result (verdict, ratio, new, baseline); null without a measurement.
+  returned: success
+  type: dict
+serves:
+  description: The host serves, healthy, without a rollback (the new service, or the one that was never stopped).
+  returned: success
+  type: bool
+record:
+  description: What the host records - C(deployed), or C(rolled_back) with its C(config_id); null for nothing.
+  returned: success
+  type: dict
+record_deployed:
+  description: The host now runs this deploy, to record as C(deployed).
+  returned: success
+  type: bool
+confirmed:
+  description: M(inferops.sglang.sglang_guard)'s answer to the confirmation; null when nothing was confirmed.
+  returned: success
+  type: dict
+time:
+  description: When the deploy ended (UTC, ISO 8601).
+  returned: success
+  type: str
+elapsed:
+  description: Seconds the task took.
+  returned: always
+  type: float
+"""

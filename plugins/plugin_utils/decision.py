@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the deploy's decision actions (sglang_plan, sglang_preflight, sglang_outcome,
+sglang_rollback_plan) share: their arguments validated against their spec, as plain data, and
+`elapsed` in every result. Each says what it decides in `decide()`."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible.plugins.action import ActionBase
+
+
+def plain(value):
+    """Ansible's lazy and tagged containers as the plain dicts and lists the pure code expects."""
+    if isinstance(value, dict):
+        return dict((str(k), plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+class DecisionAction(ActionBase):
+    """An action plugin that decides on the controller (module_utils' pure code), reading the
+    host with one module call at most."""
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    ARGUMENT_SPEC = {}
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(DecisionAction, self).run(tmp, task_vars)
+        started = time.monotonic()
+        checked, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
+        result.update(self.decide(plain(args), task_vars))
+        result["elapsed"] = round(time.monotonic() - started, 2)
+        return result
+
+    def decide(self, args, task_vars):
+        raise NotImplementedError
+
+    def call(self, module, module_args, task_vars):
+        """A module's answer, as plain data (a failed answer has `failed`)."""
+        return plain(self._execute_module(module, module_args=module_args, task_vars=task_vars))
