@@ -37,6 +37,9 @@ BAD_ARGUMENT = "bad_argument"
 # The host's guard restored the known-good before this deploy confirmed its switch (its
 # deadline passed while the gates still ran): the host is back, nothing to roll back.
 GUARD_ACTED = "guard_acted_first"
+# A task failed after the restart, outside the gates (the rollback's restore, say): what runs
+# is not known; the host's guard, still armed, restores the known-good at its deadline.
+AFTER_RESTART = "failed_after_restart"
 
 
 class PlanError(ValueError):

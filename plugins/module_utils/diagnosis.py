@@ -29,6 +29,8 @@ def _headline(host, variant, outcome, failure, gate, perf, cause=None):
         return "%s: %s %s" % (host, name, failure)
     if outcome == "not_retried":
         return "%s: %s not retried: %s" % (host, name, failure)
+    if outcome == "failed" and cause == deploy_plan.AFTER_RESTART:
+        return "%s: %s deploy failed after the restart, what runs is not known: %s" % (host, variant, failure)
     if outcome == "failed":
         return "%s: %s deploy stopped before the service was restarted: %s" % (host, variant, failure)
     if cause == deploy_plan.GUARD_ACTED:

@@ -125,3 +125,8 @@ def test_a_switch_the_guard_undid_first_is_said_in_one_line():
                             cause="guard_acted_first")
     assert said == ("ct200: DDTREE deploy undone: the host's guard restored the known-good before this deploy "
                     "confirmed the switch (...)")
+
+
+def test_a_failure_after_the_restart_does_not_claim_the_service_was_left_alone():
+    said = sglang_diagnosis("ct200", "ddtree", "failed", "the known-good is incomplete: ...", cause="failed_after_restart")
+    assert said == "ct200: ddtree deploy failed after the restart, what runs is not known: the known-good is incomplete: ..."
