@@ -82,10 +82,12 @@ class ActionModule(DecisionAction):
             raise AnsibleActionFail(str(exc))
         desired = config["wants"]["desired"]
         decided.update(
-            server_args=config["server_args"], argv=config["argv"], desired=desired, files=config["files"],
+            server_args=config["server_args"], argv=config["argv"], files=config["files"],
             read=read, skip=skip, layout=service_config.layout(args),
-            # The texts of the files to write (the plan's `write`), for sglang_state.
-            write_config=dict((name, desired[name]) for name in decided.get("write") or ()),
+            # The texts of the files to write (the plan's `write`), for sglang_state. Not the
+            # secrets file's: a task result is printed (-v, callbacks); sglang_state's own
+            # no_log option takes it from the API key.
+            write_config=dict((name, desired[name]) for name in decided.get("write") or () if name != "secrets"),
             config_id=config["wants"]["config_id"], perf_gate=args["perf_gate"],
             running_perf=(facts.get("deployed") or {}).get("perf"),
             started=args["started"] if args["started"] is not None else time.time(), changed=False)
@@ -105,7 +107,7 @@ class ActionModule(DecisionAction):
         return {"server_args": server_args, "argv": argv, "files": files, "wants": wants}
 
     def facts(self, args, config, task_vars):
-        """The host's read: this run's, while it stands, else one read now. Returns (read, made now)."""
+        """The host's read: this run's, while it stands, else one read now. Returns (facts, read now)."""
         facts = plain((task_vars.get("ansible_facts") or {}).get("sglang") or {})
         files, wants = config["files"], config["wants"]
         if not deploy_plan.needs_read(facts, args["lock"], service_config.read_files(files, args["release"]),

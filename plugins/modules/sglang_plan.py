@@ -206,7 +206,9 @@ write:
   type: list
   elements: str
 write_config:
-  description: Their texts, by name (what M(inferops.sglang.sglang_state) writes).
+  description:
+    - Their texts, by name (what M(inferops.sglang.sglang_state) writes), but the secrets file's, which holds the
+      API key and so stays out of the task's result.
   returned: when planned
   type: dict
 restart:
