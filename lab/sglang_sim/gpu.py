@@ -24,14 +24,21 @@ HOLDS_DIR = os.environ.get("INFEROPS_LAB_GPU_HOLDS", "/run/inferops-lab/gpu-hold
 
 
 class OutOfMemory(Exception):
-    """What CUDA says when an allocation does not fit in what is free on the device."""
+    """What torch's caching allocator says when an allocation does not fit in what is free on
+    the device (c10/cuda/CUDACachingAllocator.cpp): with NVML it lists every process on the
+    GPU and its memory (reportProcessMemoryInfo), then what this process holds."""
 
     def __init__(self, index, wanted_mib, total_mib, free_mib):
         self.index, self.wanted_mib, self.total_mib, self.free_mib = index, wanted_mib, total_mib, free_mib
+        on_gpu = [h for h in all_holds() if h["gpus"].get(int(index))]
+        mine = sum(h["gpus"][int(index)] for h in on_gpu if h["pid"] == os.getpid())
+        listed = "".join("Process %d has %.2f GiB memory in use. " % (h["pid"], h["gpus"][int(index)] / 1024.0)
+                         for h in on_gpu if h["pid"] != os.getpid())
         super().__init__(
             "CUDA out of memory. Tried to allocate %.2f GiB. GPU %d has a total capacity of %.2f GiB of which "
-            "%.2f MiB is free. Of the allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved "
-            "by PyTorch but unallocated." % (wanted_mib / 1024.0, index, total_mib / 1024.0, free_mib))
+            "%.2f MiB is free. %sIncluding non-PyTorch memory, this process has %.2f GiB memory in use. Of the "
+            "allocated memory 0 bytes is allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
+            "unallocated." % (wanted_mib / 1024.0, index, total_mib / 1024.0, free_mib, listed, mine / 1024.0))
 
 
 def inventory():

@@ -7,6 +7,7 @@ status it emits is listed with its SGLang source file in lab/MESSAGES.md.
 """
 import datetime
 import json
+import multiprocessing
 import os
 import signal
 import socket
@@ -18,13 +19,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import gpu as lab_gpu
 from . import memory
+from . import ranks
 
 LAB_ETC = os.environ.get("INFEROPS_LAB_ETC", "/etc/inferops-lab")
 GIB = memory.GIB
 # Stand-in timing of each start-up phase, in seconds (a lab host's sim.json overrides it).
 # drain_poll: how often a SIGTERM'd server looks whether its requests are done
 # (tokenizer_manager.sigterm_watchdog sleeps 5 s between looks).
-DEFAULT_TIMINGS = {"load_weights": 2.0, "load_draft": 0.5, "memory_pool": 0.5, "cuda_graph": 1.0,
+DEFAULT_TIMINGS = {"init_parallel": 0.2, "load_weights": 2.0, "load_draft": 0.5, "memory_pool": 0.5, "cuda_graph": 1.0,
                    "warmup": 1.0, "drain_poll": 5.0}
 # Decode tokens/s of one request, by host class and variant. DDTree is 1.24x DFLASH on
 # RTX PRO 6000 Blackwell and 0.68x on RTX A6000, as public measurements found.
@@ -34,6 +36,8 @@ TOKEN_RATES = {
 }
 ACCEPT_LENGTHS = {"EAGLE": 2.8, "DFLASH": 5.1, "DDTREE": 6.4}
 TRACE_FRAMES = 120   # a CUDA error's C++ stack, as torch prints it
+# http_server.py: HEALTH_CHECK_TIMEOUT = int(os.getenv("SGLANG_HEALTH_CHECK_TIMEOUT", 20))
+HEALTH_CHECK_TIMEOUT = int(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", 20))
 
 
 def read_json(name, default):
@@ -45,20 +49,23 @@ def read_json(name, default):
 
 
 class Log:
-    """SGLang's log format: `[%Y-%m-%d %H:%M:%S] msg`, scheduler lines tagged TP0."""
+    """SGLang's log format: `[%Y-%m-%d %H:%M:%S] msg`; a scheduler of a server with more
+    than one rank adds its prefix (`[... TP3] msg`). Each message goes out in one write, so
+    the lines of ranks logging at once do not interleave inside a message."""
 
-    @staticmethod
-    def line(text, rank=None):
+    prefix = ""   # set in each scheduler process (ranks.log_prefix)
+
+    @classmethod
+    def line(cls, text):
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        prefix = "[%s TP%d] " % (stamp, rank) if rank is not None else "[%s] " % stamp
-        for i, part in enumerate(text.split("\n")):
-            sys.stdout.write((prefix if i == 0 else "") + part + "\n")
-        sys.stdout.flush()
+        cls.raw("[%s%s] %s" % (stamp, cls.prefix, text))
 
     @staticmethod
     def raw(text):
-        sys.stdout.write(text + "\n")
         sys.stdout.flush()
+        data = (text + "\n").encode("utf-8", "replace")
+        while data:
+            data = data[os.write(1, data):]
 
 
 def traceback_lines(where, error, cpp_frames=0):
@@ -83,6 +90,45 @@ SCHEDULER_FRAMES = [
 ]
 
 
+class RankFailure(Exception):
+    """A scheduler's start-up failed; `lines` is what it logs after "Scheduler hit an exception: "."""
+
+    def __init__(self, lines):
+        super().__init__(lines[-1])
+        self.lines = lines
+
+
+# torch (c10/cuda/CUDAException.cpp) after a failed CUDA call: cudaGetErrorString's text and two lines.
+CUDA_ASYNC = ["CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+              "below might be incorrect.", "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"]
+
+
+def nccl_error(server):
+    """torch's ProcessGroupNCCL (NCCLUtils) on a failed NCCL call, NCCL 2.30.7's own texts."""
+    return (["torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+             "NCCLUtils.cpp:77, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7",
+             "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
+             "Cuda failure 2 'out of memory'"], 0)
+
+
+def capture_error(server):
+    """A capture broken on this rank, raised by torch itself without SGLang's wrapper line."""
+    return (["torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing"] + CUDA_ASYNC,
+            TRACE_FRAMES)
+
+
+def cuda_oom(server):
+    """The rank's allocation does not fit: torch's allocator message, with NVML's list of
+    the processes on that GPU."""
+    gpu = server.cards()[server.rank]
+    free = lab_gpu.free_mib(gpu)
+    return (["torch.OutOfMemoryError: %s" % lab_gpu.OutOfMemory(
+        int(gpu["index"]), free + 2048, int(gpu["memory_total_mib"]), free)], 0)
+
+
+RANK_ERRORS = {"nccl": nccl_error, "capture": capture_error, "cuda_oom": cuda_oom}
+
+
 class Server:
     def __init__(self, args, table):
         self.args = args
@@ -98,6 +144,11 @@ class Server:
         self.pid = os.getpid()
         self.plan = None
         self.started = time.time()
+        self.last_receive = self.started
+        self.target = self.draft = None
+        self.ranks, self.conns, self.exit_codes = [], [], {}   # the children: schedulers, then the detokenizer
+        self.rank = None
+        self.forward_lock = threading.Lock()
 
     @staticmethod
     def faults_for(faults, algorithm):
@@ -107,22 +158,196 @@ class Server:
         return faults if not only or only == (algorithm or "NONE") else {}
 
     # --- start-up, in SGLang's order ------------------------------------------------
-    def die(self, error_lines, cpp_frames=0, exit_code=1, rank=0):
-        """A scheduler failed during init: its traceback, then the launcher's."""
-        Log.line("Scheduler hit an exception: " + "\n".join(
-            traceback_lines(SCHEDULER_FRAMES, error_lines[0], cpp_frames) + error_lines[1:]), rank=rank)
+    # engine.py _launch_subprocesses: one scheduler per rank, then the detokenizer; the main
+    # process waits for every scheduler's "ready" (_wait_for_scheduler_ready), then serves.
+    def start(self):
+        args = self.args
+        Log.line("server_args=%r" % {k: v for k, v in sorted(vars(args).items()) if k != "api_key"})
+        self.target = self.load_config(args.model_path)
+        self.draft = self.load_config(args.speculative_draft_model_path) if args.speculative_draft_model_path else None
+        signal.signal(signal.SIGQUIT, self.launch_phase_sigquit)
+        signal.signal(signal.SIGTERM, self.launch_phase_sigterm)
+        for rank in range(args.tp_size):
+            mine, theirs = multiprocessing.Pipe()
+            # The rank_outlives_main fault ([ranks]): stuck in the driver, the parent-death SIGKILL
+            # cannot land, and the rank outlives its server with its GPU memory (sglang#23627).
+            pid = ranks.fork_child(ranks.scheduler_title(rank, args.tp_size), self.run_scheduler, rank, theirs,
+                                   self.conns + [mine],
+                                   outlive_parent=rank in (self.faults.get("rank_outlives_main") or ()))
+            theirs.close()
+            self.ranks.append(pid)
+            self.conns.append(mine)
+        self.ranks.append(ranks.fork_child("sglang::detokenizer", self.run_detokenizer, self.conns))
+        infos = self.wait_for_schedulers_ready()
+        self.plan = infos[0]["plan"]
+        plan = self.plan
+        Log.prefix = ranks.log_prefix(0, args.tp_size)   # scheduler.py logs it from TP0
+        Log.line("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
+                 "context_len=%d, available_gpu_mem=%.2f GB" % (
+                     plan["max_total_num_tokens"], args.chunked_prefill_size or 8192,
+                     args.max_prefill_tokens or 16384, plan["max_running_requests"],
+                     plan["context_length"], plan["headroom_gib"] - plan["graph_gib"]))
+        Log.prefix = ""
+        signal.signal(signal.SIGQUIT, self.running_phase_sigquit)
+
+    def launch_phase_sigquit(self, signum, frame):
+        """engine.py launch_phase_sigquit_handler: a child failed; kill_process_tree(own pid)
+        SIGKILLs every child, then the main process itself."""
         Log.line("Received sigquit from a child process. It usually means the child failed.")
-        self.launcher_died(1)
-        sys.exit(exit_code)
+        ranks.kill_tree(self.ranks)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def launch_phase_sigterm(self, signum, frame):
+        """SGLang's main process has no SIGTERM handler until it serves: it dies at once, and its
+        children with it (SIGTERM from the unit's stop, and their parent-death signal). The
+        stand-in ends and reaps them first, then dies of the same SIGTERM: systemd 252 in the
+        lab's cgroup-v1 containers gets no notice when the last of a unit's orphaned processes
+        leaves its cgroup, and would wait out TimeoutStopSec (a cgroup-v2 host does not)."""
+        ranks.kill_tree(self.ranks)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def running_phase_sigquit(self, signum, frame):
+        """tokenizer_manager.py running_phase_sigquit_handler, then kill_process_tree."""
+        Log.line("SIGQUIT received. signum=%r, frame=%r. It usually means one child failed." % (signum, frame))
+        ranks.kill_tree(self.ranks)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def wait_for_schedulers_ready(self):
+        """engine.py _wait_for_scheduler_ready: each rank's pipe in turn, polled every 5 s
+        (the stand-in's drain_poll clock), checking between polls that no rank has died."""
+        infos = []
+        for rank, conn in enumerate(self.conns):
+            while True:
+                if conn.poll(float(self.timings.get("drain_poll", 5.0))):
+                    try:
+                        infos.append(conn.recv())
+                    except EOFError:
+                        self.scheduler_died(rank)
+                    break
+                for other, pid in enumerate(self.ranks[:len(self.conns)]):
+                    if self.exited(pid) is not None:
+                        self.scheduler_died(other)
+        return infos
+
+    def exited(self, pid):
+        if pid not in self.exit_codes:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                self.exit_codes[pid] = ranks.exit_code(status)
+        return self.exit_codes.get(pid)
+
+    def scheduler_died(self, rank):
+        """engine.py _scheduler_died_error, raised out of the launcher: the main process exits
+        and the other ranks stay (systemd's control-group kill ends them)."""
+        pid = self.ranks[rank]
+        code = self.exited(pid)
+        if code is None:
+            code = self.exit_codes[pid] = ranks.exit_code(os.waitpid(pid, 0)[1])
+        self.launcher_died(code, rank)
+        # The other ranks die with the launcher (their parent-death signal); reaped here first,
+        # for the lab's cgroup-v1 systemd (launch_phase_sigterm).
+        ranks.kill_tree([pid for pid in self.ranks if pid != self.ranks[rank]])
+        sys.exit(1)
 
     @staticmethod
-    def launcher_died(code):
+    def launcher_died(code, rank=0):
         Log.raw("\n".join(traceback_lines(
             [("sglang/launch_server.py", 52, "<module>"), ("sglang/launch_server.py", 31, "run_server"),
              ("sglang/srt/entrypoints/http_server.py", 2911, "launch_server"),
              ("sglang/srt/entrypoints/engine.py", 2031, "_launch_scheduler_processes")],
-            "RuntimeError: Rank 0 scheduler died during initialization (exit code: %d). If exit code is -9 "
-            "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check." % code)))
+            "RuntimeError: Rank %d scheduler died during initialization (exit code: %d). If exit code is -9 "
+            "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check." % (rank, code))))
+
+    def run_detokenizer(self, inherited):
+        for conn in inherited:
+            conn.close()
+        while True:   # detokenizer_manager.py: an event loop on its ZMQ socket
+            time.sleep(3600)
+
+    # --- one scheduler (a rank) ---------------------------------------------------------
+    def run_scheduler(self, rank, conn, inherited):
+        """scheduler.py run_scheduler_process: on an exception, log it and SIGQUIT the parent."""
+        for other in inherited:
+            other.close()
+        Log.prefix = ranks.log_prefix(rank, self.args.tp_size)
+        self.rank = rank
+        try:
+            self.scheduler_init(rank)
+        except RankFailure as exc:
+            Log.line("Scheduler hit an exception: " + "\n".join(exc.lines))
+            os.kill(os.getppid(), signal.SIGQUIT)
+            return
+        conn.send({"status": "ready", "plan": self.plan})
+        self.event_loop(rank, conn)
+
+    def scheduler_init(self, rank):
+        args = self.args
+        self.init_parallel(rank)
+        gpu_mib = self.gpu_memory_mib(rank)
+        total = gpu_mib / 1024.0
+        Log.line("Load weight begin. avail mem=%.2f GB" % (total - 0.45))
+        self.sleep("load_weights")
+        self.fault_point(rank, "load_weights")
+        weights, draft_weights = memory.weights_gib(args, self.target, self.draft)
+        self.hold(rank, (weights + draft_weights + memory.FRAMEWORK_OVERHEAD_GIB) * 1024)
+        try:
+            self.plan = memory.plan(args, self.target, self.draft, gpu_mib)
+            failure = None
+        except memory.StartupFailure as exc:
+            failure = exc
+        Log.line("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
+                 % (self.timings["load_weights"], self.target["architectures"][0], total - 0.45 - weights, weights))
+        if self.draft:
+            self.sleep("load_draft")
+            dw = draft_weights
+            Log.line("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
+                     % (self.timings["load_draft"], self.draft["architectures"][0], total - 0.45 - weights - dw, dw))
+        self.sleep("memory_pool")
+        self.fault_point(rank, "memory_pool")
+        if self.faults.get("oom_kill") == "memory_pool" and rank == 0:
+            self.oom_killed()
+        if failure is not None:
+            self.die(failure.lines)
+        # The KV pool and the state fill the rest of the static budget.
+        self.hold(rank, max(0.0, self.plan["budget_gib"] - weights - draft_weights
+                            - memory.FRAMEWORK_OVERHEAD_GIB) * 1024)
+        self.log_pools(self.target)
+        self.capture_graphs(rank)
+
+    def init_parallel(self, rank):
+        """distributed/bootstrap.py: torch.distributed and NCCL come up on every rank."""
+        Log.line("Init parallel begin.")
+        if rank >= len(self.gpus.get("gpus", [])):
+            self.die(["torch.AcceleratorError: CUDA error: invalid device ordinal",
+                      "GPU device may be out of range, do you have enough GPUs?"])
+        self.sleep("init_parallel")
+        self.fault_point(rank, "init_parallel")
+        Log.line("Init parallel ends. elapsed=%.2f s" % float(self.timings.get("init_parallel", 0)))
+
+    def fault_point(self, rank, phase):
+        """The lab's rank faults: `stall` (every rank stops making progress in this phase, as
+        a collective does when one peer hangs in it) and `rank_error` (this rank alone fails
+        with the error of the layer below SGLang; its lines are its own)."""
+        if self.faults.get("stall") == phase:
+            while True:
+                time.sleep(3600)
+        error = self.faults.get("rank_error") or {}
+        if error.get("phase", "init_parallel") == phase and int(error.get("rank", -1)) == rank:
+            self.die(*RANK_ERRORS[error.get("error", "nccl")](self))
+
+    def oom_killed(self):
+        """The kernel's OOM killer picks the biggest process: a TP scheduler (no SIGQUIT: the
+        launcher finds the rank dead), or the launcher itself (its ranks are orphaned)."""
+        if self.faults.get("oom_kill_target") == "launcher":
+            os.kill(os.getppid(), signal.SIGKILL)
+            while True:
+                time.sleep(3600)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def die(self, error_lines, cpp_frames=0):
+        """A scheduler failed during init: its traceback, logged by run_scheduler."""
+        raise RankFailure(traceback_lines(SCHEDULER_FRAMES, error_lines[0], cpp_frames) + error_lines[1:])
 
     def sleep(self, phase):
         extra = float(self.faults.get("slow_start_s", 0)) if phase == "load_weights" else 0.0
@@ -142,103 +367,52 @@ class Server:
             sys.exit(1)
 
     def cards(self):
-        gpus = self.gpus.get("gpus", [])
-        if len(gpus) < self.args.tp_size:
-            self.die(["torch.AcceleratorError: CUDA error: invalid device ordinal",
-                      "GPU device may be out of range, do you have enough GPUs?"])
-        return gpus[:self.args.tp_size]
+        return self.gpus.get("gpus", [])[:self.args.tp_size]
 
-    def hold(self, mib_per_gpu):
-        """Take `mib_per_gpu` on each of this server's GPUs (the host's shared GPU state, held
-        until this process exits); what does not fit fails as torch does."""
+    def hold(self, rank, mib):
+        """Take `mib` on this rank's GPU (the host's shared GPU state, held by this process
+        until it exits); what does not fit fails as torch does."""
         try:
-            lab_gpu.allocate(dict((int(g["index"]), int(mib_per_gpu)) for g in self.cards()),
+            lab_gpu.allocate({int(self.cards()[rank]["index"]): int(mib)},
                              linger_s=float(self.faults.get("gpu_release_lag_s", 0)))
         except lab_gpu.OutOfMemory as exc:
             self.die(["torch.OutOfMemoryError: %s" % exc])
 
-    def gpu_memory_mib(self):
+    def gpu_memory_mib(self, rank):
         """SGLang's pre_model_load_memory: what is free on the GPUs before the model loads (the
-        smallest over the TP ranks), after its check that the ranks see about the same. (The
-        CUDA context is counted with the weights, as memory.plan's framework overhead.)"""
+        smallest over the TP ranks, all-reduced), after each rank's check that it sees about
+        the same (bootstrap.py _check_tp_memory_balance). (The CUDA context is counted with
+        the weights, as memory.plan's framework overhead.)"""
         held = lab_gpu.all_holds()
         free = [lab_gpu.free_mib(g, held) for g in self.cards()]
-        pre = min(free)
-        for rank, local in enumerate(free):
-            if self.args.tp_size > 1 and pre < local * 0.9:
-                self.die(["RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
-                          "processes. pre_model_load_memory=%r, local_gpu_memory=%r, local_gpu_memory * 0.9=%r"
-                          % (pre / 1024.0, local / 1024.0, local / 1024.0 * 0.9)], rank=rank)
+        pre, local = min(free), free[rank]
+        if self.args.tp_size > 1 and pre < local * 0.9:
+            self.die(["RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
+                      "processes. pre_model_load_memory=%r, local_gpu_memory=%r, local_gpu_memory * 0.9=%r"
+                      % (pre / 1024.0, local / 1024.0, local / 1024.0 * 0.9)])
         return pre
-
-    def start(self):
-        args = self.args
-        Log.line("server_args=%r" % {k: v for k, v in sorted(vars(args).items()) if k != "api_key"})
-        target = self.load_config(args.model_path)
-        draft = self.load_config(args.speculative_draft_model_path) if args.speculative_draft_model_path else None
-        gpu_mib = self.gpu_memory_mib()
-        total = gpu_mib / 1024.0
-        Log.line("Load weight begin. avail mem=%.2f GB" % (total - 0.45), rank=0)
-        self.sleep("load_weights")
-        weights, draft_weights = memory.weights_gib(args, target, draft)
-        self.hold((weights + draft_weights + memory.FRAMEWORK_OVERHEAD_GIB) * 1024)
-        try:
-            self.plan = memory.plan(args, target, draft, gpu_mib)
-            failure = None
-        except memory.StartupFailure as exc:
-            failure = exc
-        Log.line("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
-                 % (self.timings["load_weights"], target["architectures"][0], total - 0.45 - weights, weights),
-                 rank=0)
-        if draft:
-            self.sleep("load_draft")
-            dw = draft_weights
-            Log.line("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
-                     % (self.timings["load_draft"], draft["architectures"][0], total - 0.45 - weights - dw, dw),
-                     rank=0)
-        self.sleep("memory_pool")
-        if self.faults.get("oom_kill") == "memory_pool":
-            self.oom_killed()
-        if failure is not None:
-            self.die(failure.lines)
-        # The KV pool and the state fill the rest of the static budget.
-        self.hold(max(0.0, self.plan["budget_gib"] - weights - draft_weights - memory.FRAMEWORK_OVERHEAD_GIB) * 1024)
-        self.log_pools(target)
-        self.capture_graphs(target)
-        Log.line("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
-                 "context_len=%d, available_gpu_mem=%.2f GB" % (
-                     self.plan["max_total_num_tokens"], args.chunked_prefill_size or 8192,
-                     args.max_prefill_tokens or 16384, self.plan["max_running_requests"],
-                     self.plan["context_length"], self.plan["headroom_gib"] - self.plan["graph_gib"]), rank=0)
-
-    def oom_killed(self):
-        """The kernel's OOM killer picks the biggest process: a TP scheduler, or the launcher."""
-        if self.faults.get("oom_kill_target") == "launcher":
-            os.kill(os.getpid(), signal.SIGKILL)
-        Log.line("Received sigquit from a child process. It usually means the child failed.")
-        self.launcher_died(-9)
-        sys.exit(1)
 
     def log_pools(self, target):
         plan = self.plan
         kv_gib = plan["max_total_num_tokens"] * plan["kv_bytes_per_token"] / GIB
         Log.line("KV Cache is allocated. dtype: torch.bfloat16, #tokens: %d, K size: %.2f GB, V size: %.2f GB"
-                 % (plan["max_total_num_tokens"], kv_gib / 2, kv_gib / 2), rank=0)
-        Log.line("Memory pool end. avail mem=%.2f GB" % plan["headroom_gib"], rank=0)
+                 % (plan["max_total_num_tokens"], kv_gib / 2, kv_gib / 2))
+        Log.line("Memory pool end. avail mem=%.2f GB" % plan["headroom_gib"])
         if memory.full_attention_layers(target) < target["num_hidden_layers"]:
-            Log.line("Linear attention kernel backend: decode=triton, prefill=triton", rank=0)
-            Log.line("Using hybrid linear attention backend for hybrid GDN models.", rank=0)
+            Log.line("Linear attention kernel backend: decode=triton, prefill=triton")
+            Log.line("Using hybrid linear attention backend for hybrid GDN models.")
             Log.line("GDN kernel dispatcher: decode=TritonGDNKernel, extend=TritonGDNKernel, "
-                     "verify=TritonGDNKernel packed_decode=True", rank=0)
+                     "verify=TritonGDNKernel packed_decode=True")
 
-    def capture_graphs(self, target):
+    def capture_graphs(self, rank):
         args, plan = self.args, self.plan
         if args.disable_cuda_graph:
             return
         name = "target verify" if args.speculative_algorithm else "target decode"
         Log.line("Capture %s CUDA graph begin. backend=full, num_tokens_per_req=%d, avail mem=%.2f GB"
-                 % (name, memory.tokens_per_verify(args), plan["headroom_gib"]), rank=0)
+                 % (name, memory.tokens_per_verify(args), plan["headroom_gib"]))
         self.sleep("cuda_graph")
+        self.fault_point(rank, "cuda_graph")
         if not plan["graph_fits"]:
             self.die(["Exception: Capture cuda graph failed: CUDA error: operation failed due to a previous "
                       "error during capture",
@@ -249,11 +423,35 @@ class Server:
                       "Huge performance loss)",
                       "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose "],
                      cpp_frames=TRACE_FRAMES)
-        self.hold(plan["graph_gib"] * 1024)
+        self.hold(rank, plan["graph_gib"] * 1024)
         sizes = [bs for bs in (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160) if bs <= plan["graph_bs"]]
         Log.line("Capture %s CUDA graph end. bs=%s, elapsed=%.2f s, mem usage=%.2f GB, avail mem=%.2f GB."
                  % (name, sizes, self.timings["cuda_graph"], plan["graph_gib"],
-                    plan["headroom_gib"] - plan["graph_gib"]), rank=0)
+                    plan["headroom_gib"] - plan["graph_gib"]))
+
+    def event_loop(self, rank, conn):
+        """The scheduler's event loop: it answers each forward the main process asks of it.
+        The `rank_hang` fault ({"rank": 1, "after_forwards": 2}) hangs this rank in its forward
+        after that many (a kernel or a collective that never returns; 0: the warm-up's): the
+        main process stays up, so /health answers 503 after HEALTH_CHECK_TIMEOUT and no
+        generation completes. When the main process is gone the rank keeps its GPU memory
+        (nothing tells a real scheduler to exit, sgl-project/sglang#23627): the unit's
+        control-group kill ends it."""
+        hang = self.faults.get("rank_hang") or {}
+        forwards = 0
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                while True:
+                    time.sleep(3600)
+            if int(hang.get("rank", -1)) == rank and forwards >= int(hang.get("after_forwards", 0)):
+                while True:
+                    time.sleep(3600)
+            forwards += 1
+            if message == "crash":
+                self.crash()
+            conn.send("done")
 
     # --- serving ---------------------------------------------------------------------
     def bind(self):
@@ -268,15 +466,17 @@ class Server:
         return httpd
 
     def warm_up(self):
+        """http_server.py _wait_and_warmup: one request through every rank, then ready."""
         self.sleep("warmup")
         if self.faults.get("hang_before_ready"):
             return
+        self.forward()
         self.ready = True
         Log.line("The server is fired up and ready to roll!")
         crash = self.faults.get("crash_after_ready_s")
         if crash is not None:
             time.sleep(float(crash))
-            self.crash()
+            self.crash_now()
 
     def answered_health(self):
         """After a /health 200: the crash_after_first_health_s fault starts its clock at the
@@ -285,15 +485,53 @@ class Server:
         if crash is None or self.health_answered:
             return
         self.health_answered = True
-        threading.Timer(float(crash), self.crash).start()
+        threading.Timer(float(crash), self.crash_now).start()
+
+    def crash_now(self):
+        """The crash faults' trigger: rank 0's scheduler crashes on its next batch."""
+        with self.forward_lock:
+            self.conns[0].send("crash")
 
     def crash(self):
-        """A broken kernel on the first real batches: the scheduler dies, the launcher follows."""
+        """A broken kernel on the first real batches, in rank 0's scheduler: it logs the
+        exception and SIGQUITs the main process, which kills the tree (running phase)."""
         Log.line("Scheduler hit an exception: " + "\n".join(traceback_lines(
             SCHEDULER_FRAMES[:1] + [("sglang/srt/managers/scheduler.py", 1502, "event_loop_overlap")],
-            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 8)), rank=0)
-        Log.line("SIGQUIT received. signum=3, frame=None. It usually means one child failed.")
-        os._exit(1)  # pylint: disable=protected-access
+            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered", 8)))
+        os.kill(os.getppid(), signal.SIGQUIT)
+        while True:
+            time.sleep(3600)
+
+    def forward(self, timeout=None):
+        """One step through every rank (what a generation or the health check's one-token
+        request needs): True when all answered within `timeout` (None: wait for ever)."""
+        if not self.forward_lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        try:
+            for conn in self.conns:
+                conn.send("forward")
+            for conn in self.conns:
+                if not conn.poll(timeout):
+                    return False
+                conn.recv()
+            return True
+        finally:
+            self.forward_lock.release()
+
+    def health_generate(self):
+        """http_server.py health_generate: a one-token request; 200 once the detokenizer
+        answers (looked at every second), else 503 after HEALTH_CHECK_TIMEOUT (env
+        SGLANG_HEALTH_CHECK_TIMEOUT, default 20 s), logging why."""
+        tic = time.time()
+        time.sleep(1.0)
+        if self.forward(max(0.0, HEALTH_CHECK_TIMEOUT - 1.0)):
+            self.last_receive = time.time()
+            return 200
+        Log.line("Health check failed. Server couldn't get a response from detokenizer for last %d seconds. "
+                 "tic start time: %s. last_heartbeat time: %s" % (
+                     HEALTH_CHECK_TIMEOUT, time.strftime("%H:%M:%S", time.localtime(tic)),
+                     time.strftime("%H:%M:%S", time.localtime(self.last_receive))))
+        return 503
 
     def serve(self):
         httpd = self.bind()
@@ -310,6 +548,7 @@ class Server:
 
         signal.signal(signal.SIGTERM, on_sigterm)
         httpd.serve_forever(poll_interval=0.2)
+        ranks.kill_tree(self.ranks)   # the launcher's shutdown ends its children (kill_process_tree)
         Log.raw("INFO:     Shutting down")
         Log.raw("INFO:     Waiting for application shutdown.")
         Log.raw("INFO:     Application shutdown complete.")
@@ -424,11 +663,12 @@ def make_handler(server):
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                time.sleep(1.0)   # SGLang's handler waits a second for the detokenizer
-                self.send_response(200)
+                status = server.health_generate()
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-                server.answered_health()
+                if status == 200:
+                    server.answered_health()
             elif path in ("/model_info", "/get_model_info"):
                 self.send_json(200, server.model_info())
             elif path in ("/server_info", "/get_server_info"):
@@ -490,6 +730,7 @@ def make_handler(server):
         def tokens(self, n):
             # Tokens come on the GPU's clock: the HTTP work between them does not slow decoding.
             interval, started = 1.0 / server.rate(), time.monotonic()
+            server.forward()   # every rank takes part in each step: a hung rank stops them all
             for i in range(n):
                 delay = started + (i + 1) * interval - time.monotonic()
                 if delay > 0:
