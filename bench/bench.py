@@ -125,6 +125,64 @@ def bench_detection():
     return rows
 
 
+# The bench's stall floor: several times the stand-in's longest phase on its fixed clock (2 s).
+BENCH_STALL_S = 10
+STARTUP_FAULTS = [
+    ("a rank that dies alone (NCCL error on TP5)", {"rank_error": {"rank": 5, "error": "nccl"}}, "nccl_error"),
+    ("a stall in NCCL init", {"stall": "init_parallel"}, "stalled"),
+    ("a stall in the weight load", {"stall": "load_weights"}, "stalled"),
+    ("a stall in graph capture", {"stall": "cuda_graph"}, "stalled"),
+    ("a start that hangs for ever (a rank hung in the warm-up)", {"rank_hang": {"rank": 6, "after_forwards": 0}},
+     "stalled"),
+]
+
+
+def start_tree(host, faults):
+    """ct200's NEXTN-sized server (TP=8: eight ranks, a detokenizer) under a bench unit."""
+    host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
+    argv = ("--model-path /models/Qwen3.6-27B --tp-size 8 --mem-fraction-static 0.85 --context-length 131072 "
+            "--max-running-requests 64 --port 30009")
+    host.put("/etc/systemd/system/bench-tree.service", (
+        "[Service]\nEnvironment=PYTHONPATH=/opt/inferops-lab\nExecStart=/usr/bin/python3 -m sglang_sim %s\n" % argv))
+    host.run("systemctl daemon-reload; systemctl reset-failed bench-tree 2>/dev/null; systemctl restart bench-tree")
+
+
+def gate_tree(known_good=None):
+    args = {"unit": "bench-tree.service", "url": "http://127.0.0.1:30009/health", "timeout": 1800,
+            "stall": BENCH_STALL_S, "fail_on_unhealthy": False, "progress_interval": 0}
+    if known_good:
+        args["known_good_timeline"] = known_good
+    return run_module("ct200", "inferops.sglang.sglang_health", args)
+
+
+def bench_startup():
+    """The gate on a start as a TP=8 server makes it: detection of each start-up fault (from
+    the restart to the verdict), beside the fixed timeout it replaces; the known-good's start
+    (its timeline sets the limits); then what the rank processes hold comes back on a stop."""
+    start_tree(HOST, {})
+    healthy = gate_tree()
+    assert healthy["state"] == "healthy", healthy["reason"]
+    known_good = healthy["timeline"]
+    rows = []
+    for name, faults, cause in STARTUP_FAULTS:
+        runs = []
+        for rep in range(min(REPS, 3)):  # noqa: B007
+            start_tree(HOST, faults)
+            res = gate_tree(known_good)
+            assert res["state"] == "failed" and res["cause"] == cause, (name, res["cause"], res["reason"])
+            runs.append(res["observed_at"] - main_started_at(HOST, "bench-tree.service"))
+        rows.append({"name": name, "median": statistics.median(runs), "max": max(runs), "cause": cause,
+                     "rank": res.get("rank"), "limit": (res.get("stall") or {}).get("limit")})
+    HOST.run("rm -f /etc/inferops-lab/faults.json")
+    start_tree(HOST, {})
+    assert gate_tree()["state"] == "healthy"
+    stopped = time.time()
+    HOST.run("systemctl stop bench-tree")
+    released = run_module("ct200", "inferops.sglang.gpu_released", {"unit": "bench-tree.service", "timeout": 60})
+    assert released["released"], released
+    return {"known_good": known_good, "rows": rows, "release": time.time() - stopped}
+
+
 def naive_wait(retries):
     """How most playbooks wait: uri + until, delay 5. It cannot see the unit at all."""
     with tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False) as fh:
@@ -366,7 +424,7 @@ FLEET = ["fleet%02d" % i for i in range(1, 17)]
 ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback overhead",),
              "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
              "journal": ("| journal classification",), "gateway": ("| gateway",),
-             "guard": ("| the controller gone",)}
+             "guard": ("| the controller gone",), "startup": ("| start-up,",)}
 ALL_ROWS = set(ROW_ORDER)
 TABLE_HEAD = ["| measurement | result | baseline / goal |", "| --- | --- | --- |"]
 GATEWAY_TAIL = "\nThe gateway rollout's fleet summary"
@@ -574,6 +632,7 @@ def main():
     fleet = progress("fleet", bench_fleet) if "fleet" in only else None
     gateway_row = progress("gateway", bench_gateway) if "gateway" in only else None
     guard = progress("guard", bench_guard) if "guard" in only else None
+    started_up = progress("startup", bench_startup) if "startup" in only else None
     header = ("%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
               "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
               "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
@@ -596,6 +655,19 @@ def main():
             "%.1f s (max %.1f s): %.1f s to the guard's deadline, %.1f s its restore and NEXTN's start | before: "
             "never (the host crash-looped DDTREE until someone ran rollback.yml) |" % (
                 guard["total"], guard["max"], guard["to_deadline"], guard["restore"]))
+    if started_up:
+        sys.path.insert(0, str(REPO / "collections"))
+        from ansible_collections.inferops.sglang.plugins.module_utils.startup import describe_timeline
+        for row in started_up["rows"]:
+            named = " on %s" % row["rank"] if row["rank"] else ""
+            limit = " (stall limit %.0f s)" % row["limit"] if row["limit"] else ""
+            said = (row["name"], row["cause"], named, limit, row["median"], row["max"])
+            rows["startup"].append(
+                "| start-up, %s: restart to the gate's verdict (cause %s%s)%s | median %.1f s (max %.1f s) | the "
+                "fixed timeout it replaces: 1800 s |" % said)
+        rows["startup"].append(
+            "| start-up, TP=8 stop: `systemctl stop` to every rank gone and its GPU memory back (gpu_released) | "
+            "%.1f s | the known-good's start: %s |" % (started_up["release"], describe_timeline(started_up["known_good"])))
     lines = rows["idempotent"]
     if idempotent:
         lines.append("| idempotent re-run of `deploy_ddtree.yml` on a converged healthy host (0 changed, same InvocationID; "
