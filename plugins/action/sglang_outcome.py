@@ -62,5 +62,6 @@ class ActionModule(DecisionAction):
             "perf_gate": the_plan.get("perf_gate") or {}, "perf": args["perf"], "baseline": args["baseline"],
             "failure": args["failure"], "fail_on_rollback": args["fail_on_rollback"],
             "running_perf": the_plan.get("running_perf"), "server_args": the_plan.get("server_args"),
+            "running_timeline": the_plan.get("running_timeline"),
             "now": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }

@@ -90,6 +90,8 @@ class ActionModule(DecisionAction):
             write_config=dict((name, desired[name]) for name in decided.get("write") or () if name != "secrets"),
             config_id=config["wants"]["config_id"], perf_gate=args["perf_gate"],
             running_perf=(facts.get("deployed") or {}).get("perf"),
+            # The known-good's own start on this host: the health gate's stall limits.
+            running_timeline=(facts.get("deployed") or {}).get("timeline"),
             started=args["started"] if args["started"] is not None else time.time(), changed=False)
         if read:
             decided["ansible_facts"] = {"sglang": facts}

@@ -402,6 +402,15 @@ def deployed_perf(ended, run):
     return run.get("running_perf") if ended["outcome"] == UNCHANGED else None
 
 
+def deployed_timeline(ended, run):
+    """The start-up timeline deployed.json records (the next gate's stall limits): this
+    run's start of the new service, else (a host left as it was) the one recorded before."""
+    started = (run.get("gate") or {}).get("timeline")
+    if started and ended["outcome"] == DEPLOYED:
+        return started
+    return run.get("running_timeline")
+
+
 def outcome(the_plan, run):
     """The deploy's end, after the gates. `run`: check_mode, variant, version, release,
     validation (the checker's result), restarted (the restart ran), gate (sglang_health's
@@ -439,6 +448,7 @@ def host_record(the_plan, ended, run):
     if ended["record_deployed"]:
         deployed = {"variant": run.get("variant"), "release": run.get("release"),
                     "server_args": run.get("server_args"), "perf": ended["deployed_perf"],
+                    "timeline": deployed_timeline(ended, run),
                     # What passed the gates, by name and by hash: a later snapshot checks the files against it.
                     "config_id": the_plan.get("config_id"), "config_sha1": the_plan.get("config_sha1")}
         if the_plan.get("adopted_from"):

@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, guard
+from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, guard, startup
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import FAILING_VERDICTS
 
 
@@ -57,7 +57,8 @@ def _perf_cause(perf):
 
 
 def _gate_cause(gate):
-    return ["cause:    %s (phase %s; %s)" % (gate["cause"], gate.get("phase"), gate.get("reason")),
+    rank = " on %s" % gate["rank"] if gate.get("rank") else ""
+    return ["cause:    %s%s (phase %s; %s)" % (gate["cause"], rank, gate.get("phase"), gate.get("reason")),
             "evidence: %s" % _evidence(gate),
             "hint:     %s" % gate.get("hint")]
 
@@ -107,6 +108,8 @@ def diagnosis(host, variant, outcome, failure="", gate=None, perf=None, rollback
         lines += _perf_cause(perf)
     elif gate.get("cause"):
         lines += _gate_cause(gate)
+    if gate.get("timeline"):
+        lines.append("start-up: %s" % startup.describe_timeline(gate["timeline"], gate.get("known_good_timeline")))
     if perf.get("new") and perf.get("verdict") != "bench_failed":
         lines.append(_speed(perf))
     if outcome == "rolled_back":
@@ -166,6 +169,9 @@ def status(facts, host, last=None):
     line = line.rstrip()
     if facts.get("guard"):
         line += "\n  the host's guard: " + guard.said(facts["guard"])
+    if running.get("timeline") and not pending:
+        beside = known_good.get("timeline") if known_good.get("variant") != running.get("variant") else None
+        line += "\n  its start-up: " + startup.describe_timeline(running["timeline"], beside)
     if last.get("diagnosis"):
         line += "\n  " + "\n  ".join(str(last["diagnosis"]).splitlines())
     return line.rstrip()

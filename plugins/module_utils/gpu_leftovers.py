@@ -13,7 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, is_sglang_child
 
 
 def unlisted_memory(devices, processes):
@@ -29,13 +29,18 @@ def unlisted_memory(devices, processes):
 
 def leftovers(unit, remaining, devices, processes, tolerance_mib):
     """What `unit` left: its processes still running (`remaining`, [{pid, name}], and any GPU
-    process nvidia-smi names in it) and each GPU whose unlisted memory is over
-    `tolerance_mib` (the driver's own and display use stay under it). `devices` and
-    `processes` are gpu_facts' ansible_facts.gpu devices and processes."""
+    process nvidia-smi names in it), any SGLang rank outside every unit that holds GPU memory
+    (the unit's KillMode=control-group ends every process in its cgroup; a rank outside it -
+    started by hand, or by a unit that kills only its main process - outlives any stop) and
+    each GPU whose unlisted memory is over `tolerance_mib` (the driver's own and display use
+    stay under it). `devices` and `processes` are gpu_facts' ansible_facts.gpu devices and
+    processes."""
     pids = dict((p["pid"], dict(p, unit=unit)) for p in remaining or ())
     for proc in processes or ():
-        if proc.get("unit") == unit and proc.get("pid") not in pids:
-            pids[proc["pid"]] = {"pid": proc["pid"], "name": proc.get("name"), "unit": unit}
+        orphan = is_sglang_child(proc) and not proc.get("unit")
+        if (proc.get("unit") == unit or orphan) and proc.get("pid") not in pids:
+            pids[proc["pid"]] = {"pid": proc["pid"], "name": proc.get("name"), "title": proc.get("title"),
+                                 "unit": proc.get("unit")}
     unlisted = unlisted_memory(devices, processes)
     held = [{"index": index, "unlisted_mib": mib} for index, mib in sorted(unlisted.items()) if mib > tolerance_mib]
     return {"released": not pids and not held, "processes": [pids[pid] for pid in sorted(pids)], "gpus": held}
@@ -43,7 +48,8 @@ def leftovers(unit, remaining, devices, processes, tolerance_mib):
 
 def describe_leftovers(unit, found, waited_s):
     """One sentence for the diagnosis: what was still there after the wait, and what to do."""
-    parts = ["%s still runs in it" % describe(p) for p in found["processes"]]
+    parts = [("%s still runs in it" if p.get("unit") == unit else "%s, an SGLang rank outside " + unit +
+              " whose server is gone, still holds GPU memory") % describe(p) for p in found["processes"]]
     parts += ["GPU %s has %s MiB used by no process" % (g["index"], g["unlisted_mib"]) for g in found["gpus"]]
     if not parts:
         return "%s left nothing behind" % unit

@@ -16,6 +16,8 @@ import socket
 # The unit types a process lives in (slices only group them).
 UNIT_SUFFIXES = (".service", ".scope")
 LISTEN = "0A"
+# setproctitle's prefix for SGLang's child processes (srt/managers/scheduler.py, detokenizer_manager.py).
+SGLANG_TITLE = "sglang::"
 
 
 def unit_of_cgroup(text):
@@ -125,10 +127,31 @@ def listeners(port, likely=()):
     return found
 
 
+def process_title(pid):
+    """The process's title: the first word of /proc/PID/cmdline, where setproctitle writes
+    (SGLang's ranks: `sglang::scheduler_TP3`, `sglang::detokenizer`); "" once it is gone."""
+    return _read("/proc/%d/cmdline" % int(pid)).split("\0", 1)[0].strip()
+
+
+def is_sglang_child(holder):
+    """An SGLang child process (a rank or the detokenizer), by the title SGLang gives it."""
+    return (holder.get("title") or "").startswith(SGLANG_TITLE)
+
+
 def describe(holder):
-    """A process as the messages name it: `PID 42 (python3, unit x.service)` or `(…, no unit)`."""
+    """A process as the messages name it: `PID 42 (python3, unit x.service)` or `(…, no unit)`;
+    an SGLang child by its title (`PID 42 (sglang::scheduler_TP3, no unit)`)."""
     unit = ("unit " + holder["unit"]) if holder.get("unit") else "no unit"
-    return "PID %s (%s, %s)" % (holder.get("pid") or "?", holder.get("name") or "?", unit)
+    name = holder.get("title") if is_sglang_child(holder) else holder.get("name")
+    return "PID %s (%s, %s)" % (holder.get("pid") or "?", name or "?", unit)
+
+
+def orphan_note(holder):
+    """What an SGLang rank outside any unit is, for the messages that name it."""
+    if not is_sglang_child(holder) or holder.get("unit"):
+        return ""
+    return (" - an SGLang rank outside any unit: the server it belonged to is gone (its main process died and "
+            "nothing stopped its ranks, sgl-project/sglang#23627), yet it keeps its GPU memory")
 
 
 def stop_command(holder):

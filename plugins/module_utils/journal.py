@@ -63,3 +63,26 @@ def classify_stream(messages, **context):
     for message in messages:
         classifier.feed(message)
     return classifier.result(**context)
+
+
+def follow_command(invocation_id, journalctl="journalctl", unit=None, main_pid=0):
+    """journalctl following one invocation from its first line, as JSON (each entry's
+    __REALTIME_TIMESTAMP comes with it: the start-up timeline's clock)."""
+    cmd = journal_command(invocation_id, journalctl, unit, main_pid, output="json")
+    return cmd[:1] + ["--follow", "--lines=all", "--output-fields=MESSAGE"] + cmd[1:]
+
+
+def entry_message(entry):
+    """(seconds since the epoch, message) of one journal JSON entry; a MESSAGE that is not
+    valid UTF-8 comes as a list of bytes."""
+    message = entry.get("MESSAGE") or ""
+    if isinstance(message, list):
+        message = bytes(b & 0xff for b in message).decode("utf-8", "replace")
+    return int(entry.get("__REALTIME_TIMESTAMP") or 0) / 1e6, message
+
+
+def follow_invocation(invocation_id, journalctl="journalctl"):
+    """A journalctl process following the invocation (follow_command); read its stdout,
+    kill it when done."""
+    return subprocess.Popen(follow_command(invocation_id, journalctl), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, universal_newlines=True, errors="replace")

@@ -131,11 +131,14 @@ def parse_compute_apps(text, fields=None):
     return rows
 
 
-def attach_processes(facts, processes, units):
-    """Add the processes to `ansible_facts.gpu`: each with its card's index (by UUID) and its
-    unit (`units`: PID -> unit name or None)."""
+def attach_processes(facts, processes, units, titles=None):
+    """Add the processes to `ansible_facts.gpu`: each with its card's index (by UUID), its
+    unit (`units`: PID -> unit name or None) and its title (`titles`: PID -> the process's
+    own title, `sglang::scheduler_TP3` for an SGLang rank)."""
     index_of = dict((d.get("uuid"), d.get("index")) for d in facts["devices"])
-    facts["processes"] = [dict(p, gpu_index=index_of.get(p.get("gpu_uuid")), unit=units.get(p.get("pid")))
+    titles = titles or {}
+    facts["processes"] = [dict(p, gpu_index=index_of.get(p.get("gpu_uuid")), unit=units.get(p.get("pid")),
+                               title=titles.get(p.get("pid")) or None)
                           for p in processes]
     return facts
 
@@ -159,10 +162,11 @@ def gpu_facts(devices, cuda=None):
     }
 
 
-def read_gpus(run, binary, timeout, units):
+def read_gpus(run, binary, timeout, units, titles=None):
     """`ansible_facts.gpu` from the host: the devices, the CUDA version of the table and the
-    processes holding memory, each with its unit. `run(argv)` runs a command and returns
-    (rc, stdout, stderr); `units(pid)` names a process's unit. Raises NvidiaSmiError."""
+    processes holding memory, each with its unit and title. `run(argv)` runs a command and
+    returns (rc, stdout, stderr); `units(pid)` names a process's unit, `titles(pid)` its
+    title. Raises NvidiaSmiError."""
     limit = ["timeout", str(timeout)]
     rc, out, err = run(limit + query_command(binary))
     if rc == 124:
@@ -174,4 +178,6 @@ def read_gpus(run, binary, timeout, units):
     rc, out, err = run(limit + apps_command(binary))
     check_failure(rc, out, err)
     processes = parse_compute_apps(out)
-    return attach_processes(facts, processes, dict((p["pid"], units(p["pid"])) for p in processes))
+    pids = [p["pid"] for p in processes]
+    return attach_processes(facts, processes, dict((pid, units(pid)) for pid in pids),
+                            dict((pid, titles(pid)) for pid in pids) if titles else None)

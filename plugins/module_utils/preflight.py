@@ -9,7 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import (
+    describe, orphan_note, stop_command,
+)
 from ansible_collections.inferops.sglang.plugins.module_utils.memory_fit import estimate, explain
 
 
@@ -49,9 +51,9 @@ def _tenant_problems(host, gpus, tp_size, unit, adopt=""):
     for first, rows in (held[pid] for pid in sorted(held)):
         where = ", ".join("GPU %s (%s MiB)" % (r["gpu_index"], r.get("used_memory_mib") or "?") for r in rows)
         adopt_it = (", adopt it (sglang_service_adopt: %s)" % first["unit"]) if first.get("unit") else ""
-        problems.append("%s: %s holds memory on %s, which this deploy needs and %s does not own. Stop it (%s)%s, or "
-                        "deploy where those GPUs are free." % (host, describe(first), where, unit, stop_command(first),
-                                                               adopt_it))
+        problems.append("%s: %s holds memory on %s, which this deploy needs and %s does not own%s. Stop it (%s)%s, or "
+                        "deploy where those GPUs are free." % (host, describe(first), where, unit, orphan_note(first),
+                                                               stop_command(first), adopt_it))
     return problems
 
 

@@ -62,6 +62,10 @@ CUDA_OOM_LINE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 
                  "of 47.41 GiB of which 1.19 GiB is free.")
 TORCH_ALLOCATOR = "torch: c10/cuda/CUDACachingAllocator.cpp, the caching allocator's message (not in a CPU build)"
 CUDA_RUNTIME = "CUDA: the runtime's cudaGetErrorString(), raised by torch as `CUDA error: <text>`"
+# torch 2.14.1 (the release SGLang 0.5.23 pins) and NCCL 2.30.7 (its nvidia-nccl wheel): their own strings,
+# read from libtorch_cuda.so and libnccl.so.2.
+TORCH_NCCL = "torch: torch/csrc/distributed/c10d (ProcessGroupNCCL, NCCLUtils) in libtorch_cuda.so"
+NCCL_LIB = "NCCL: ncclGetErrorString() in libnccl.so.2, quoted by torch after `NCCL error in: <file>:<line>, `"
 ARGPARSE = "python:argparse.py"
 
 # Order matters only among rules matching the same line (the first listed wins).
@@ -107,13 +111,38 @@ RULES = (
                "Exception: Capture cuda graph failed: torch.OutOfMemoryError: Tried to allocate 512.00 MiB",
                ["Capture cuda graph failed: {e}"])]),
     Rule("cuda_graph_failed", ROOT,
-         r"Capture cuda graph failed: ",
+         r"(?:Capture cuda graph failed: |CUDA error: (?:operation not permitted when stream is capturing|"
+         r"operation failed due to a previous error during capture|capturing stream has unjoined work))",
          "CUDA-graph capture failed: lower --cuda-graph-max-bs-decode (now "
          "{cuda_graph_max_bs_decode}) or --mem-fraction-static (now {mem_fraction_static}); "
          "--cuda-graph-backend-decode=disabled confirms it (slow, not for production)",
          [Said("sglang:srt/model_executor/runner/decode_cuda_graph_runner.py",
                "Exception: Capture cuda graph failed: CUDA error: operation failed due to a previous error during "
-               "capture", ["Capture cuda graph failed: {e}"])]),
+               "capture", ["Capture cuda graph failed: {e}"]),
+          # A rank's capture can end in torch's own error, without SGLang's wrapper line
+          # (raised on another rank, or the log cut short).
+          Said(CUDA_RUNTIME, "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing"),
+          Said(CUDA_RUNTIME, "RuntimeError: CUDA error: operation failed due to a previous error during capture"),
+          Said(CUDA_RUNTIME, "RuntimeError: CUDA error: capturing stream has unjoined work")]),
+    # NCCL failed on one rank (bring-up, a collective, a peer gone): torch's c10d wraps NCCL's text.
+    Rule("nccl_error", ROOT,
+         r"(?:NCCL error in: |ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclRemoteError|"
+         r"Watchdog caught collective operation timeout)",
+         "NCCL failed on a rank: rerun with NCCL_DEBUG=INFO in the unit's environment to see which call; check "
+         "that no other process holds memory on that rank's GPU and that the GPUs can reach each other "
+         "(NCCL_P2P_DISABLE=1 confirms a P2P problem), or lower --tp-size (now {tp_size})",
+         [Said(TORCH_NCCL, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+               "NCCLUtils.cpp:77, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7",
+               ["NCCL error in: "]),
+          Said(TORCH_NCCL, "ncclUnhandledCudaError: Call to CUDA function failed."),
+          Said(TORCH_NCCL, "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+               "device error."),
+          Said(TORCH_NCCL, "ncclInternalError: Internal check failed."),
+          Said(TORCH_NCCL, "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+               "exiting prematurely."),
+          Said(TORCH_NCCL, "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
+               "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
+               ["Watchdog caught collective operation timeout: "])]),
     # The TP ranks found very different free memory.
     Rule("gpu_memory_occupied", ROOT,
          r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes",
@@ -201,6 +230,17 @@ RULES = (
                "OSError: /models/x does not appear to have a file named config.json."),
           Said("the kernel: ENOENT, as Python's open() says it",
                "FileNotFoundError: [Errno 2] No such file or directory: '/models/x/config.json'")]),
+    # health_generate's one-token request got no answer (a rank hung in a kernel or a collective).
+    Rule("health_check_failed", ROOT,
+         r"Health check failed\. Server couldn't get a response from detokenizer",
+         "the server is up but a one-token request got no answer: a rank is hung (a kernel or a collective that "
+         "never returns); a py-spy dump of each sglang::scheduler process shows where; keep the known-good "
+         "variant on this host class ({speculative_algorithm} hung here)",
+         [Said("sglang:srt/entrypoints/http_server.py",
+               "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. tic start "
+               "time: 06:24:35. last_heartbeat time: 06:24:14",
+               ["Health check failed. Server couldn't get a response from detokenizer for last ",
+                "{HEALTH_CHECK_TIMEOUT} seconds. tic start time: {tic_time}. ", "last_heartbeat time: {last_receive_time}"])]),
     Rule("warmup_failed", ROOT,
          r"Initialization failed\. warmup error",
          "the server started but its warm-up request failed: read the traceback in the evidence",
@@ -230,6 +270,8 @@ RULES = (
 # Startup phases, in SGLang's own order, each from its progress line.
 PHASES = (
     ("server_args", re.compile(r"server_args=")),
+    ("init_parallel", re.compile(r"Init parallel begin\.")),
+    ("parallel_ready", re.compile(r"Init parallel ends\.")),
     ("loading_weights", re.compile(r"Load weight begin")),
     ("weights_loaded", re.compile(r"Load weight end\.")),
     ("memory_pool", re.compile(r"Memory pool end\.")),
@@ -245,6 +287,9 @@ PHASES = (
 PHASE_SAID = {
     "server_args": Said("sglang:srt/entrypoints/engine.py", "server_args=ServerArgs(model_path='/models/m', tp_size=2)",
                         ["server_args={_server_args_for_logging(server_args)}"]),
+    "init_parallel": Said("sglang:srt/distributed/bootstrap.py", "Init parallel begin."),
+    "parallel_ready": Said("sglang:srt/distributed/bootstrap.py", "Init parallel ends. elapsed=0.10 s",
+                           ["Init parallel ends. elapsed="]),
     "loading_weights": Said("sglang:srt/model_executor/model_runner.py", "Load weight begin. avail mem=46.55 GB",
                             ["Load weight begin. avail mem="]),
     "weights_loaded": Said("sglang:srt/model_executor/model_runner.py",
@@ -369,6 +414,13 @@ HINTS_FOR_STATE = {
 }
 
 SERVER_ARGS_RE = re.compile(r"server_args=(?:ServerArgs\()?(\{.*\}|.*)\)?\s*$")
+# SGLang's log format: `[%Y-%m-%d %H:%M:%S] msg`, a scheduler of a server with more than one rank
+# adding its prefix (` TP3`, ` DP1 TP3`: scheduler.py configure_scheduler_process). A line
+# without a stamp continues the message above it (a traceback), so it is that message's rank's.
+STAMP_RE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<prefix>(?: [A-Z_]+\d+)*)\] ")
+RANK_RE = re.compile(r"\bTP(\d+)\b")
+# torch's CUDA out-of-memory message lists every process on the GPU (NVML), this one apart.
+HOLDER_RE = re.compile(r"Process (\d+) has ([\d.]+ [KMGT]?i?B) memory in use")
 
 
 class Classifier:
@@ -385,10 +437,13 @@ class Classifier:
         self._phase_rank = -1
         self.server_args = {}
         self.line_count = 0
+        self.rank = None         # the rank whose message the current line belongs to
 
     def feed(self, line):
         line = line.rstrip("\n")
         self.line_count += 1
+        if line.startswith("["):
+            self._track_rank(line)
         if self._open:
             for entry in self._open:
                 entry["lines"].append(line)
@@ -397,13 +452,19 @@ class Classifier:
             self._inspect(line)
         self._before.append(line)
 
+    def _track_rank(self, line):
+        stamp = STAMP_RE.match(line)
+        if stamp:
+            rank = RANK_RE.search(stamp.group("prefix"))
+            self.rank = "TP" + rank.group(1) if rank else None
+
     def _inspect(self, line):
         self._track_phase(line)
         if not self.server_args and "server_args=" in line:
             self.server_args = parse_server_args(line)
         rule = match_rule(line)
         if rule is not None and len(self.matches) < 50:
-            entry = {"line": self.line_count, "cause": rule.cause, "match": line,
+            entry = {"line": self.line_count, "cause": rule.cause, "match": line, "rank": self.rank,
                      "lines": list(self._before) + [line],
                      "want": len(self._before) + 1 + CONTEXT_AFTER}
             self.matches.append((self.line_count, rule, entry))
@@ -438,7 +499,11 @@ class Classifier:
         if chosen is not None:
             first = next(m[2] for m in self.matches if m[1] is chosen)
             evidence = [strip_entry(first)] + [e for e in evidence if e["line"] != first["line"]]
-        return {"cause": cause, "hint": fill_hint(hint, values) if hint else None,
+        ranks = ranks_of(self.matches, chosen)
+        hint = fill_hint(hint, values) if hint else None
+        if chosen is not None and chosen.cause == "cuda_oom":
+            hint = with_holders(hint, evidence[0]["match"])
+        return {"cause": cause, "hint": hint, "rank": ranks[0] if len(ranks) == 1 else None, "ranks": ranks,
                 "evidence": evidence[:MAX_EVIDENCE], "phase": self.phase, "lines": self.line_count}
 
 
@@ -459,8 +524,28 @@ def pick_cause(matches):
 
 
 def strip_entry(entry):
-    return {"line": entry["line"], "cause": entry["cause"], "match": entry["match"],
+    return {"line": entry["line"], "cause": entry["cause"], "match": entry["match"], "rank": entry["rank"],
             "context": list(entry["lines"])}
+
+
+def ranks_of(matches, chosen):
+    """The ranks whose own lines show the chosen cause, in the order they said it: one rank
+    failing alone is named; a cause every rank hit (a memory plan all ranks share) is not
+    one rank's."""
+    ranks = []
+    for _line, rule, entry in matches:
+        if rule is chosen and entry["rank"] and entry["rank"] not in ranks:
+            ranks.append(entry["rank"])
+    return ranks
+
+
+def with_holders(hint, line):
+    """torch's CUDA OOM names the other processes on the GPU and their memory: say them."""
+    holders = HOLDER_RE.findall(line)
+    if not holders:
+        return hint
+    return "%s; on that GPU, %s: stop them or move them to other GPUs" % (
+        hint, ", ".join("PID %s holds %s" % holder for holder in holders))
 
 
 class _Missing(dict):

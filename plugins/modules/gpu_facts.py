@@ -114,6 +114,8 @@ ansible_facts:
           description:
             - The processes that hold memory on a GPU, one entry per process and card.
             - C(unit) is the systemd unit (service or scope) the process runs in, null outside any.
+            - C(title) is the process's own title, the first word of C(/proc/PID/cmdline). SGLang names
+              each rank's process C(sglang::scheduler_TP<i>), so each rank of a server is listed on its own GPU.
           type: list
           elements: dict
           sample:
@@ -123,6 +125,7 @@ ansible_facts:
               gpu_uuid: GPU-5b1d2c4e-a6a6-4c1e-0000-1d2e3f4a5b60
               gpu_index: 0
               unit: sglang.service
+              title: sglang::scheduler_TP0
     model_configs:
       description: Each of O(models) and its parsed C(config.json) (null when it has none).
       returned: when O(models) is given
@@ -138,7 +141,7 @@ elapsed:
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import process_unit
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import process_title, process_unit
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import model_configs
 from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import NvidiaSmiError, read_gpus
 
@@ -163,7 +166,8 @@ def main():
                              "NVIDIA driver utilities or set nvidia_smi" % module.params["nvidia_smi"],
                          elapsed=round(time.monotonic() - started, 3))
     try:
-        facts = read_gpus(lambda argv: run_nvidia_smi(module, argv), binary, module.params["timeout"], process_unit)
+        facts = read_gpus(lambda argv: run_nvidia_smi(module, argv), binary, module.params["timeout"], process_unit,
+                          process_title)
     except NvidiaSmiError as exc:
         module.fail_json(msg=str(exc), elapsed=round(time.monotonic() - started, 3))
     found = {"gpu": facts}

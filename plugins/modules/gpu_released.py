@@ -115,7 +115,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.sglang.plugins.module_utils.gpu_leftovers import describe_leftovers, leftovers
-from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import process_unit, unit_processes
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import (
+    process_title, process_unit, unit_processes,
+)
 from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import NvidiaSmiError, read_gpus
 
 # Seconds between looks: quick at first (the usual wait is none or a second), then 2 s.
@@ -123,7 +125,8 @@ BACKOFF = (0.25, 0.5, 1.0, 2.0)
 
 
 def look(module, binary):
-    gpu = read_gpus(lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), binary, 30, process_unit)
+    gpu = read_gpus(lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), binary, 30, process_unit,
+                    process_title)
     return leftovers(module.params["unit"], unit_processes(module.params["unit"]), gpu["devices"], gpu["processes"],
                      module.params["tolerance_mib"])
 

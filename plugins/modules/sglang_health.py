@@ -108,6 +108,27 @@ options:
     description:
       - Set by the action plugin. Seconds into the wait at which an earlier slice saw the first 200.
     type: float
+  stall:
+    description:
+      - Fail a start that has made no progress for this many seconds (the floor of every
+        phase's limit) with cause C(stalled). Progress is a start-up phase line of any rank
+        (C(Init parallel begin.), C(Load weight end.), C(Memory pool end.), C(Capture ... CUDA
+        graph end.), ...) or the unit's processes changing.
+      - A phase's limit is O(stall_factor) times what it took in O(known_good_timeline), never
+        less than this. V(0) turns the check off (only O(timeout) bounds the wait).
+    type: float
+    default: 600
+  stall_factor:
+    description:
+      - How many times the known-good's time for a phase that phase may go without progress.
+    type: float
+    default: 3.0
+  known_good_timeline:
+    description:
+      - Seconds each start-up phase took in the known-good's own start on this host
+        (RV(timeline) of its gate, as the deploy records it), keyed C(parallel), C(weights),
+        C(kv_pool), C(graphs) and C(ready), for example 198 for C(weights).
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -213,7 +234,7 @@ http_error:
   sample: "[Errno 111] Connection refused"
 phase:
   description: The last startup phase SGLang reached, from its progress lines (C(starting),
-    C(server_args), C(loading_weights), C(weights_loaded), C(memory_pool), C(kernels_selected),
+    C(server_args), C(init_parallel), C(parallel_ready), C(loading_weights), C(weights_loaded), C(memory_pool), C(kernels_selected),
     C(cuda_graph), C(cuda_graph_done), C(serving), C(ready)).
   returned: always
   type: str
@@ -222,8 +243,8 @@ cause:
   description: The named cause (null when healthy), for example C(kv_pool_oom),
     C(weights_leave_no_kv), C(hybrid_state_oom), C(cuda_graph_oom), C(cuda_graph_failed),
     C(cuda_oom), C(oom_killed), C(bad_argument), C(import_error), C(port_in_use),
-    C(model_not_found), C(warmup_failed), C(child_died), C(unauthorized), C(port_taken),
-    C(timeout), C(unknown).
+    C(model_not_found), C(warmup_failed), C(child_died), C(nccl_error), C(unauthorized), C(port_taken),
+    C(health_check_failed), C(health_lost), C(stalled), C(timeout), C(unknown).
   returned: always
   type: str
   sample: kv_pool_oom
@@ -249,6 +270,35 @@ tail:
   returned: always
   type: list
   elements: str
+rank:
+  description: The rank whose own lines name the cause (C(TP3)), when one rank failed alone;
+    null when every rank (or the main process) said it.
+  returned: always
+  type: str
+  sample: TP3
+ranks:
+  description: Every rank whose own lines show the cause, in the order they said it.
+  returned: always
+  type: list
+  elements: str
+  sample: [TP3]
+stall:
+  description: What stalled (cause C(stalled)) - the phase, the seconds without progress, the
+    limit, the known-good's time for the phase and the last progress line; null otherwise.
+  returned: always
+  type: dict
+  sample: {phase: weights, seconds: 15.2, limit: 15.0, known_good: 0.6, last_line: "[... TP0] Load weight begin. avail mem=46.55 GB"}
+timeline:
+  description: Seconds each start-up phase took in this start (C(parallel), C(weights),
+    C(kv_pool), C(graphs), and C(ready), the warm-up), each from the previous phase's end as the
+    last rank logged it; only the phases that ended.
+  returned: always
+  type: dict
+  sample: {parallel: 0.1, weights: 0.6, kv_pool: 0.2, graphs: 0.3, ready: 1.3}
+known_good_timeline:
+  description: O(known_good_timeline), as given.
+  returned: always
+  type: dict
 healthy_at:
   description: Seconds into the wait at which the endpoint first answered 200 (null if it never did).
   returned: always
@@ -276,16 +326,20 @@ ansible_facts:
       returned: always
 """
 
+import json
 import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
-    classify_stream, stream_invocation, tail_command,
+    classify_stream, entry_message, follow_invocation, stream_invocation, tail_command,
 )
+from ansible_collections.inferops.sglang.plugins.module_utils import startup
 from ansible_collections.inferops.sglang.plugins.module_utils.health_probe import probe
-from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, listeners
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import (
+    describe, listeners, unit_processes,
+)
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import auth_headers
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import args_from_argv
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
@@ -297,18 +351,26 @@ UNIT_POLL_MAX = 0.5
 PROBE_PAUSE_FIRST = 0.2
 PROBE_PAUSE_MAX = 2.0
 FINAL_HTTP = (401, 403)
+WATCH_PAUSE = 1.0       # between probes once the endpoint answered 200 (the settle window)
+LOST_AFTER = 2          # probes in a row without a 200, after the first, that fail the gate
 
 
 class Prober(threading.Thread):
     """Probes the health endpoint with back-off beside the unit watch, so a slow or hung
-    probe never delays noticing a dead unit."""
+    probe never delays noticing a dead unit. With `watch` it goes on after the first 200, a
+    probe a second, so that a server that stops answering in the settle window (a hung rank:
+    the main process stays up) is seen: `failures` counts the probes in a row since then
+    that did not answer 200, `ok_started` is when the latest 200's probe began."""
 
-    def __init__(self, url, headers, validate_certs, timeout):
+    def __init__(self, url, headers, validate_certs, timeout, watch=False, seen_200=False):
         super(Prober, self).__init__()
         self.daemon = True
         self.url, self.headers = url, headers
         self.validate_certs, self.timeout = validate_certs, timeout
+        self.watch = watch
+        self.seen_200 = seen_200   # an earlier slice of the wait saw the first 200
         self.status, self.error = None, None
+        self.ok_started, self.failures = None, 0
         self.stop = threading.Event()
 
     def probe_once(self):
@@ -317,11 +379,46 @@ class Prober(threading.Thread):
     def run(self):
         pause = PROBE_PAUSE_FIRST
         while not self.stop.is_set():
-            self.status, self.error = self.probe_once()
-            if self.status == 200 or self.status in FINAL_HTTP:
+            started = time.monotonic()
+            status, error = self.probe_once()
+            if status == 200:
+                self.ok_started, self.failures, self.seen_200 = started, 0, True
+            elif self.seen_200:
+                self.failures += 1
+            self.status, self.error = status, error
+            if status in FINAL_HTTP or (status == 200 and not self.watch):
                 return
-            self.stop.wait(pause)
+            self.stop.wait(WATCH_PAUSE if self.seen_200 else pause)
             pause = min(pause * 1.5, PROBE_PAUSE_MAX)
+
+    def answered_since(self, moment):
+        """A probe that began at or after `moment` (monotonic) answered 200."""
+        return self.ok_started is not None and self.ok_started >= moment
+
+
+class Follower(threading.Thread):
+    """Follows the invocation's journal beside the wait and keeps its start-up progress
+    (startup.Progress): the phase lines with their journal times."""
+
+    def __init__(self, invocation_id, journalctl):
+        super(Follower, self).__init__()
+        self.daemon = True
+        self.progress = startup.Progress()
+        self.lock = threading.Lock()
+        self.proc = follow_invocation(invocation_id, journalctl)
+
+    def run(self):
+        for text in self.proc.stdout:
+            try:
+                at, message = entry_message(json.loads(text))
+            except ValueError:
+                continue
+            with self.lock:
+                self.progress.feed(at, message)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
 
 
 class Gate:
@@ -334,6 +431,10 @@ class Gate:
         self.started = time.monotonic() - module.params["waited"]
         self.healthy_at = module.params["healthy_at"]
         self.taken = None   # the other processes that answered on the port, once seen
+        self.follower = None
+        self.tree = None    # the unit's PIDs at the last look
+        self.stall = None   # what stalled, once seen
+        self.lost = None    # the health endpoint stopped answering 200 after its first, once seen
 
     def settled(self):
         if not self.params["settle"]:
@@ -371,7 +472,8 @@ class Gate:
         deadline = self.started + self.params["timeout"]
         slice_end = time.monotonic() + self.params["wait_slice"] if self.params["wait_slice"] else None
         prober = Prober(self.params["url"], self.headers(), self.params["validate_certs"],
-                        self.params["probe_timeout"])
+                        self.params["probe_timeout"], watch=self.params["settle"] > 0,
+                        seen_200=self.healthy_at is not None)
         poll = UNIT_POLL_FIRST
         try:
             while True:
@@ -388,13 +490,20 @@ class Gate:
                         return "failed", self.taken_reason(), status, prober
                     self.healthy_at = self.elapsed()
                 if self.healthy_at is not None:
-                    if verdict == RUNNING and self.elapsed() - self.healthy_at >= self.params["settle"]:
+                    if prober.failures >= LOST_AFTER:
+                        self.lost = "%s answered 200 %.1f s into the wait, then %s %d times in a row" % (
+                            self.params["url"], self.healthy_at, describe_probe(prober), prober.failures)
+                        return "failed", self.lost, status, prober
+                    if verdict == RUNNING and self.settle_passed(prober):
                         return "healthy", "%s answered 200%s" % (self.params["url"], self.settled()), status, prober
                 if prober.status in FINAL_HTTP:
                     return "failed", "%s answered %d: the API key was refused" % (
                         self.params["url"], prober.status), status, prober
+                if self.healthy_at is None and self.stalled(since):
+                    return "failed", startup.stall_reason(self.stall), status, prober
                 now = time.monotonic()
-                if slice_end is not None and slice_end <= now < deadline:
+                # (The settle window is not sliced: its probes' count of answers lost runs through it.)
+                if slice_end is not None and slice_end <= now < deadline and self.healthy_at is None:
                     return "waiting", reason, status, prober
                 if now >= deadline and self.healthy_at is None:
                     return "timeout", "no 200 from %s within %d s (last: %s)" % (
@@ -403,6 +512,41 @@ class Gate:
                 poll = min(poll * 1.5, UNIT_POLL_MAX)
         finally:
             prober.stop.set()
+
+    def settle_passed(self, prober):
+        """The settle window is over and the server still answers: a probe begun in its second
+        half answered 200 (a hung server's probe never does)."""
+        settle = self.params["settle"]
+        if self.elapsed() - self.healthy_at < settle:
+            return False
+        return not settle or prober.answered_since(self.started + self.healthy_at + settle / 2.0)
+
+    def stalled(self, invocation_id):
+        """The start made no progress (a phase line, the process tree changing) for longer
+        than its phase's limit: it will not become healthy by waiting."""
+        if not self.params["stall"] or not invocation_id:
+            return False
+        if self.follower is None:
+            self.follower = Follower(invocation_id, self.journalctl)
+            self.follower.start()
+        tree = sorted(p["pid"] for p in unit_processes(self.params["unit"]))
+        now = time.time()
+        with self.follower.lock:
+            if self.tree is not None and tree != self.tree:
+                self.follower.progress.tree_changed(now)
+            self.tree = tree
+            self.stall = startup.stalled(self.follower.progress, now, self.params["known_good_timeline"],
+                                         self.params["stall"], self.params["stall_factor"])
+        return self.stall is not None
+
+    def timeline(self):
+        if self.follower is None:
+            return {}
+        time.sleep(0.05)   # the lines journald has already sent
+        with self.follower.lock:
+            timeline = self.follower.progress.timeline()
+        self.follower.stop()
+        return timeline
 
     def check_once(self, since, baseline):
         status = self.status()
@@ -441,6 +585,12 @@ class Gate:
         return result
 
 
+HEALTH_LOST_HINT = (
+    "the server answered its health check, then stopped answering while its processes kept running: a rank is "
+    "hung (a kernel or a collective that never returns) and no request completes; a py-spy dump of each "
+    "sglang::scheduler process shows where; keep the known-good variant on this host class")
+
+
 def describe_probe(prober):
     if prober.status is not None:
         return "HTTP %d" % prober.status
@@ -449,9 +599,11 @@ def describe_probe(prober):
 
 def failure_message(facts):
     first = facts["evidence"][0]["match"] if facts["evidence"] else (facts["tail"] or ["(no journal lines)"])[-1]
-    return "%s: %s after %.1f s (%s); cause %s: %s; hint: %s" % (
-        facts["unit"], facts["state"], facts["elapsed"], facts["reason"], facts["cause"], first.strip(),
-        facts["hint"])
+    if facts["stall"]:
+        first = facts["stall"]["last_line"] or first
+    return "%s: %s after %.1f s (%s); cause %s%s: %s; hint: %s" % (
+        facts["unit"], facts["state"], facts["elapsed"], facts["reason"], facts["cause"],
+        " on " + facts["rank"] if facts["rank"] else "", first.strip(), facts["hint"])
 
 
 def main():
@@ -473,6 +625,9 @@ def main():
             waited=dict(type="float", default=0),
             settle=dict(type="float", default=0),
             healthy_at=dict(type="float"),
+            stall=dict(type="float", default=600),
+            stall_factor=dict(type="float", default=3.0),
+            known_good_timeline=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -491,11 +646,16 @@ def main():
         state, reason, status, prober = gate.wait(since, baseline)
     observed_at = time.time()
 
+    timeline = gate.timeline()
     journal = gate.read_journal(since, state, status, params["timeout"])
     cause, hint = journal["cause"], journal["hint"]
     if prober.status in FINAL_HTTP:
         cause = "unauthorized"
         hint = "the health endpoint refused the request (HTTP %d): pass the server's api_key" % prober.status
+    if gate.stall and cause in (None, "unknown", "timeout", "child_died"):
+        cause, hint = "stalled", startup.stall_hint(gate.stall)
+    if gate.lost and cause in (None, "unknown", "timeout"):
+        cause, hint = "health_lost", HEALTH_LOST_HINT
     if gate.taken:
         cause = "port_taken"
         hint = "another process answers on the port: stop %s, or choose another port (sglang_service_port)" % (
@@ -510,7 +670,10 @@ def main():
         "http_status": prober.status, "http_error": prober.error, "url": params["url"],
         "phase": journal["phase"], "cause": cause, "hint": hint, "evidence": journal["evidence"],
         "tail": journal["tail"], "journal_lines": journal["lines"], "observed_at": observed_at,
-        "healthy_at": gate.healthy_at,
+        "healthy_at": gate.healthy_at, "rank": journal.get("rank") if cause else None,
+        "ranks": journal.get("ranks", []) if cause else [],
+        "stall": gate.stall, "timeline": timeline,
+        "known_good_timeline": params["known_good_timeline"] or None,
     }
     result = dict(facts, changed=False, ansible_facts={"sglang_health": facts})
     if state in ("failed", "timeout") and params["fail_on_unhealthy"]:

@@ -18,7 +18,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures im
 )
 
 # Origins outside SGLang and Python's library, which the rules' texts may name instead.
-OTHER_ORIGINS = ("torch: ", "CUDA: ", "transformers: ", "uvicorn: ", "the kernel: ", "Python: ", "systemd: ")
+OTHER_ORIGINS = ("torch: ", "CUDA: ", "NCCL: ", "transformers: ", "uvicorn: ", "the kernel: ", "Python: ", "systemd: ")
 CHECKED = re.compile(r"^(sglang|python):(\S+)$")
 FORMAT_FIELD = re.compile(r"%\(\w+\)[sdr]|%[sdr]|\{[^{}]*\}")
 

@@ -181,6 +181,105 @@ def test_never_healthy_times_out(nextn):
     assert_back_to(host, before)
 
 
+# --- the start of a server with a process per GPU (blackwell: TP=8) -----------------------
+# Quiet for this long, the start has stalled (a floor above the known-good's recorded phases,
+# which take well under a second here; the lab's own floor is 15 s).
+STALL_S = 6
+
+
+@pytest.mark.parametrize("fault, cause, rank", [
+    ({"rank_error": {"rank": 5, "error": "nccl", "phase": "init_parallel"}}, "nccl_error", "TP5"),
+    ({"rank_error": {"rank": 3, "error": "capture", "phase": "cuda_graph"}}, "cuda_graph_failed", "TP3"),
+], ids=["nccl-error-on-one-rank", "capture-error-on-one-rank-without-sglangs-wrapper"])
+def test_a_rank_that_fails_alone_is_named_with_its_own_lines(nextn, fault, cause, rank):
+    """One of eight ranks fails, its error only in its own TP lines (torch's or NCCL's text,
+    no SGLang wrapper); the main process kills the tree as engine.py does."""
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    faults(host, only_algorithm="DFLASH", **fault)
+    rep = rolled_back(deploy("deploy", host, sglang_variant="dflash", **RETRY), host, cause)
+    assert rep["health"]["rank"] == rank and rep["health"]["evidence"][0]["rank"] == rank, rep["health"]
+    assert "cause:    %s on %s" % (cause, rank) in rep["diagnosis"], rep["diagnosis"]
+    assert rep["health"]["signal"] == 9, "engine.py's SIGQUIT handler ends the main process with SIGKILL"
+    assert_back_to(host, before)
+
+
+@pytest.mark.parametrize("phase, said", [
+    ("init_parallel", "parallel init"),
+    ("load_weights", "weights"),
+    ("cuda_graph", "graphs"),
+], ids=["nccl-init", "weights", "graph-capture"])
+def test_a_start_that_stalls_fails_at_the_stall_limit_not_the_timeout(nextn, phase, said):
+    """Every rank stops in one phase, for longer than any test waits: the gate fails the start
+    once it has been quiet for the stall limit, long before the 120 s timeout, and names the
+    phase, the seconds and the last line; the known-good's recorded start sets the limit."""
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    faults(host, stall=phase, only_algorithm="DFLASH")
+    proc = deploy("deploy", host, sglang_variant="dflash", sglang_service_health_stall=STALL_S, **RETRY)
+    rep = rolled_back(proc, host, "stalled")
+    stall = rep["health"]["stall"]
+    assert stall["limit"] == STALL_S and stall["seconds"] >= STALL_S and stall["known_good"] is not None, stall
+    assert "no progress for" in rep["health"]["reason"] and " in %s (limit 6 s" % said in rep["health"]["reason"]
+    assert rep["health"]["elapsed"] < 60, "stopped at the stall limit, not at the 120 s timeout"
+    assert_back_to(host, before)
+
+
+def test_a_rank_hung_in_the_warm_up_is_a_stall_and_one_hung_after_the_first_200_is_caught_in_the_settle(nextn):
+    """Rank 6 never returns from a forward while the main process stays up. In the warm-up:
+    `ready` never comes, and the start stalls there. After the health check's first 200: the
+    next checks get no answer (SGLang's own gives up only after 20 s), and the gate, still
+    probing in its settle window, fails the switch instead of passing it."""
+    host = nextn["ct200"]
+    before = fingerprint(host)
+    faults(host, rank_hang={"rank": 6, "after_forwards": 0}, only_algorithm="DFLASH")
+    proc = deploy("deploy", host, sglang_variant="dflash", sglang_service_health_stall=STALL_S, **RETRY)
+    rep = rolled_back(proc, host, "stalled")
+    assert " in warm-up (limit 6 s" in rep["health"]["reason"], rep["health"]["reason"]
+    faults(host, rank_hang={"rank": 6, "after_forwards": 2}, only_algorithm="DFLASH")
+    proc = deploy("deploy", host, sglang_variant="dflash", **RETRY)
+    rep = rolled_back(proc, host, "health_lost")
+    assert rep["health"]["healthy_at"] is not None and "then timed out 2 times in a row" in rep["health"]["reason"], \
+        rep["health"]["reason"]
+    assert "a rank is hung" in rep["health"]["hint"] and rep["health"]["elapsed"] < 60, rep["health"]
+    assert_back_to(host, before)
+
+
+# A server started by hand, outside systemd (nohup from a shell), on both of ct129's GPUs.
+BY_HAND = ("cd /tmp && PYTHONPATH=/opt/inferops-lab nohup python3 -m sglang_sim --model-path /models/Qwen3.6-27B "
+           "--tp-size 2 --port 30077 --mem-fraction-static 0.7 --disable-cuda-graph > /tmp/by-hand.log 2>&1 &")
+
+
+def test_ranks_a_dead_server_left_behind_stop_the_deploy_before_anything_changes(nextn):
+    """An operator stopped the service and tried SGLang by hand; its main process was killed
+    (-9) and its two ranks, stuck in the driver where their parent-death SIGKILL cannot land,
+    stayed, each holding its GPU's memory (sgl-project/sglang#23627). The preflight names each
+    by PID and title and says what they are; nothing on the host changes."""
+    host = nextn["ct129"]
+    before = fingerprint(host)
+    host.run("systemctl stop sglang.service")
+    try:
+        faults(host, rank_outlives_main=[0, 1], only_algorithm="NONE")   # the server by hand, not NEXTN (EAGLE)
+        host.run(BY_HAND)
+        host.wait_for(lambda: "fired up" in host.run("cat /tmp/by-hand.log").stdout, 60, 0.2, "the server by hand")
+        host.run("pkill -9 -f '[s]glang_sim --model-path'")
+        ranks = host.run("pgrep -f '^sglang::scheduler_TP' || true").stdout.split()
+        assert len(ranks) == 2, "both ranks outlive their main process"
+        proc = deploy("deploy_nextn", host)
+        said = " ".join(proc.stdout.split())
+        assert proc.returncode != 0 and "Nothing was changed" in said, said[-3000:]
+        for rank, pid in enumerate(sorted(ranks, key=int)):
+            assert "PID %s (sglang::scheduler_TP%d, no unit) holds memory on GPU %d" % (pid, rank, rank) in said, said
+        assert "an SGLang rank outside any unit: the server it belonged to is gone" in said
+        assert "Stop it (kill %s)" % sorted(ranks, key=int)[0] in said
+        assert host.show("sglang.service", "ActiveState")["ActiveState"] == "inactive", "left as the operator left it"
+    finally:
+        host.run("pkill -9 -f '^sglang::' || true; rm -f /tmp/by-hand.log")
+        host.run("systemctl start sglang.service")
+        host.wait_for(lambda: healthy(host), 60, 0.2, "NEXTN healthy again")
+    assert_back_to(host, before, restarted=False)
+
+
 def test_unknown_flag_is_caught_before_the_service_stops(nextn):
     host = nextn["ct200"]
     before, running = fingerprint(host), invocation(host)

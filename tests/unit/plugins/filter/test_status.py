@@ -37,7 +37,14 @@ LAST = {"outcome": "rolled_back", "time": "T", "diagnosis": "ct129: DDTREE deplo
      "ct129: NEXTN from 0.5.23-abc, healthy (active/running); known-good NEXTN; last deploy: no report\n"
      "  the host's guard: the controller did not confirm DDTREE's gate by its deadline 2026-12-03 12:18:50 UTC at "
      "12:18:51; the host restored NEXTN by itself, healthy in 5.1 s"),
+    (dict(FACTS, deployed={"variant": "ddtree", "release": "/opt/sglang/releases/0.5.23-abc",
+                           "timeline": {"parallel": 2.1, "weights": 212.0, "kv_pool": 4.0, "graphs": 41.0, "ready": 12}},
+          known_good_record={"variant": "nextn", "timeline": {"weights": 198.0, "graphs": 38.5}}), None,
+     "ct129: DDTREE from 0.5.23-abc, healthy (active/running); known-good NEXTN; last deploy: no report\n"
+     "  its start-up: parallel init 2.1 s, weights 212 s (known-good 198 s), kv pool 4 s, graphs 41 s (known-good "
+     "38 s), warm-up 12 s"),
 ], ids=["healthy, with the last diagnosis whole", "answers 503", "nothing deployed", "a pending switch: UNVERIFIED",
-        "an incomplete known-good, named", "a corrupt known-good, named", "what the guard did on its own"])
+        "an incomplete known-good, named", "a corrupt known-good, named", "what the guard did on its own",
+        "the start-up timeline beside the known-good's"])
 def test_status(facts, last, expected):
     assert sglang_status(facts, "ct129", last) == expected

@@ -310,6 +310,20 @@ def test_deployed_record_keeps_the_speed(the_plan, over, expected):
     assert got["record_deployed"] and got["deployed_perf"] == expected
 
 
+STARTED = {"parallel": 0.1, "weights": 0.6, "kv_pool": 0.2, "graphs": 0.3, "ready": 1.2}
+RECORDED = {"parallel": 2.0, "weights": 198.0, "kv_pool": 4.0, "graphs": 41.0, "ready": 12.0}
+
+
+@pytest.mark.parametrize("over, expected", [
+    ({"gate": dict(HEALTHY, timeline=STARTED), "running_timeline": RECORDED}, STARTED),
+    ({"restarted": False, "running_timeline": RECORDED}, RECORDED),
+    ({"gate": dict(HEALTHY, timeline={}), "running_timeline": None}, None),
+], ids=["this start's timeline", "unchanged keeps the recorded one", "no timeline, none recorded"])
+def test_deployed_record_keeps_the_start_up_timeline(over, expected):
+    got = dp.outcome(SWITCH, run(**over))
+    assert got["record_deployed"] and got["record"]["deployed"]["timeline"] == expected
+
+
 def test_converged_plan_has_ended_unchanged_and_a_switch_has_not():
     assert (CONVERGED["ended"]["outcome"], CONVERGED["ended"]["ok"], CONVERGED["ended"]["record"]) == (
         "unchanged", True, None)
@@ -323,7 +337,7 @@ def test_converged_host_records_nothing_new():
 
 @pytest.mark.parametrize("the_plan, over, expected", [
     (SWITCH, {}, {"deployed": {"variant": "ddtree", "release": "/opt/sglang/releases/r", "perf": None,
-                               "server_args": {"model_path": "/models/m", "port": 30000},
+                               "server_args": {"model_path": "/models/m", "port": 30000}, "timeline": None,
                                "config_id": SWITCH["config_id"], "config_sha1": {
                                    "unit": sha1(DESIRED["unit"]), "env": sha1(DESIRED["env"]),
                                    "secrets": sha1(DESIRED["secrets"])}}}),

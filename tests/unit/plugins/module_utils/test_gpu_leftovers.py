@@ -14,8 +14,8 @@ def card(index, used):
     return {"index": index, "memory_used_mib": used, "memory_total_mib": 49140}
 
 
-def proc(pid, index, mib, unit):
-    return {"pid": pid, "name": "python3", "gpu_index": index, "used_memory_mib": mib, "unit": unit}
+def proc(pid, index, mib, unit, title=None):
+    return {"pid": pid, "name": "python3", "gpu_index": index, "used_memory_mib": mib, "unit": unit, "title": title}
 
 
 CASES = [
@@ -29,6 +29,13 @@ CASES = [
     ("a process still in the unit", [{"pid": 812, "name": "python3"}], [card(0, 4)], [], 1024, False, [812], []),
     ("a GPU process nvidia-smi names in the unit", [], [card(0, 40004)], [proc(813, 0, 40000, UNIT)], 1024, False,
      [813], []),
+    ("each rank of the unit, on its own GPU", [], [card(0, 40004), card(1, 40004)],
+     [proc(820, 0, 40000, UNIT, "sglang::scheduler_TP0"), proc(821, 1, 40000, UNIT, "sglang::scheduler_TP1")], 1024,
+     False, [820, 821], []),
+    ("an SGLang rank outside any unit (its server is gone)", [], [card(1, 40004)],
+     [proc(830, 1, 40000, None, "sglang::scheduler_TP1")], 1024, False, [830], []),
+    ("another unit's SGLang rank is a tenant, not a leftover", [], [card(1, 40004)],
+     [proc(840, 1, 40000, "other.service", "sglang::scheduler_TP1")], 1024, True, [], []),
 ]
 
 
@@ -38,6 +45,14 @@ def test_leftovers(remaining, devices, processes, tolerance, released, pids, gpu
     found = leftovers(UNIT, remaining, devices, processes, tolerance)
     assert found["released"] is released
     assert [p["pid"] for p in found["processes"]] == pids and found["gpus"] == gpus
+
+
+def test_a_rank_left_outside_the_unit_is_named_by_pid_and_title_with_what_to_do():
+    found = leftovers(UNIT, [], [card(1, 40004)], [proc(830, 1, 40000, None, "sglang::scheduler_TP1")], 1024)
+    said = describe_leftovers(UNIT, found, 60)
+    assert ("PID 830 (sglang::scheduler_TP1, no unit), an SGLang rank outside sglang.service whose server is gone, "
+            "still holds GPU memory") in said
+    assert "kill -9 830, then run playbooks/rollback.yml" in said
 
 
 def test_unlisted_memory_never_goes_below_zero():

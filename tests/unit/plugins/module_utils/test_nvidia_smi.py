@@ -112,9 +112,10 @@ def test_apps_command_asks_for_what_the_parser_reads():
     assert parse_compute_apps(", ".join(APP_FIELDS) + "\n") == []
 
 
-def test_processes_carry_their_card_and_unit():
+def test_processes_carry_their_card_unit_and_title():
     facts = gpu_facts([{"index": 0, "uuid": UUID0}, {"index": 1, "uuid": UUID1}])
     rows = [{"pid": 9, "gpu_uuid": UUID1, "used_memory_mib": 60000}, {"pid": 10, "gpu_uuid": "GPU-gone"}]
-    got = attach_processes(facts, rows, {9: "run-u3.service"})["processes"]
-    assert got == [{"pid": 9, "gpu_uuid": UUID1, "used_memory_mib": 60000, "gpu_index": 1, "unit": "run-u3.service"},
-                   {"pid": 10, "gpu_uuid": "GPU-gone", "gpu_index": None, "unit": None}]
+    got = attach_processes(facts, rows, {9: "run-u3.service"}, {9: "sglang::scheduler_TP1", 10: ""})["processes"]
+    assert got == [{"pid": 9, "gpu_uuid": UUID1, "used_memory_mib": 60000, "gpu_index": 1, "unit": "run-u3.service",
+                    "title": "sglang::scheduler_TP1"},
+                   {"pid": 10, "gpu_uuid": "GPU-gone", "gpu_index": None, "unit": None, "title": None}]

@@ -80,6 +80,19 @@ def test_a_hand_made_unit_being_adopted_is_no_obstacle_but_another_one_is():
     assert "adopt it (sglang_service_adopt: other.service)" in verdict["problems"][0]
 
 
+def test_the_managed_units_ranks_are_its_own_and_an_orphaned_rank_is_a_named_tenant():
+    ranks = [dict(tenant(700 + i, i, 80000, "sglang.service"), title="sglang::scheduler_TP%d" % i) for i in range(8)]
+    orphan = dict(tenant(650, 2, 30000, None), title="sglang::scheduler_TP2")
+    assert preflight(gpus(8, processes=ranks), "ct200", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT,
+                     SM)["problems"] == []
+    problems = preflight(gpus(8, processes=ranks + [orphan]), "ct200", "blackwell", BLACKWELL, ENVELOPE, CONFIGS,
+                         MODEL, DRAFT, SM)["problems"]
+    assert len(problems) == 1, problems
+    assert "PID 650 (sglang::scheduler_TP2, no unit) holds memory on GPU 2 (30000 MiB)" in problems[0]
+    assert "an SGLang rank outside any unit: the server it belonged to is gone" in problems[0]
+    assert "Stop it (kill 650)" in problems[0]
+
+
 def test_the_fit_is_not_estimated_when_asked_not_to_or_without_the_models():
     assert preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM,
                      check_fit=False)["fit"] is None
