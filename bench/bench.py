@@ -4,7 +4,8 @@ writes it to bench/results.md with the date, the machine's core count and the co
 Rows: failure detection (journal's "Failed with result" to sglang_health's verdict, beside a
 naive `uri` + `until` loop with `delay: 5`), rollback overhead, the idempotent re-run beside an
 empty, a ping and a `/health`-only play, fleet deploys to 1-16 hosts and a rolling deploy that
-stops at a failure, the controller gone (the host's guard restores the known-good alone), and
+stops at a failure, the controller gone (the host's guard restores the known-good alone), the
+start-up of a TP=8 server (each start-up fault's detection beside the timeout it replaces), and
 journal classification of 10k/100k/1M-line invocations (seconds and
 peak memory of the reader on the host), and the gateway rollout. `python bench/bench.py ROW...`
 measures only those rows and puts them into bench/results.md in place of the earlier run's,
