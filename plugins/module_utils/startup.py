@@ -41,6 +41,16 @@ PROGRESS = re.compile(r"server_args=|Init parallel begin\.|Load weight begin\.|K
 # every rank, http_server.py health_generate): a server that logged ready and never answers it
 # has stalled there.
 HEALTH = "health"
+# What a start says of its memory, per GPU, in SGLang 0.5.23's own lines (the smallest over the
+# ranks: they all-reduce to it): what the weights (the draft's after the target's) left, the KV
+# pool's tokens, what the pool and the CUDA graphs left outside the static budget. A tune
+# chooses its next envelope from them.
+MEMORY = (
+    ("weights_avail_gib", re.compile(r"Load weight end\..*avail mem=([\d.]+) GB"), float),
+    ("kv_tokens", re.compile(r"KV Cache is allocated\..*#tokens: (\d+)"), int),
+    ("pool_avail_gib", re.compile(r"Memory pool end\. avail mem=([\d.]+) GB"), float),
+    ("graphs_avail_gib", re.compile(r"CUDA graph end\..*avail mem=([\d.]+) GB"), float),
+)
 LABELS = {"parallel": "parallel init", "weights": "weights", "kv_pool": "kv pool", "graphs": "graphs",
           "ready": "warm-up", HEALTH: "the first health check"}
 
@@ -56,6 +66,8 @@ class Progress:
         self.last_at = None          # the time of the latest progress
         self.last_line = ""
         self.lines = 0
+        self.memory = {}             # MEMORY's facts, once said
+        self._weights_by = {}        # rank -> what its latest weight load left
 
     def feed(self, at, message):
         self.lines += 1
@@ -64,6 +76,7 @@ class Progress:
         rank = rank_of(message)
         if rank is not None:
             self.ranks.add(rank)
+        self._memory(rank, message)
         for phase, regex in PHASE_ENDS:
             if regex.search(message):
                 self.ends[phase] = at
@@ -72,6 +85,21 @@ class Progress:
                 return
         if PROGRESS.search(message):
             self._moved(at, message)
+
+    def _memory(self, rank, message):
+        for name, regex, kind in MEMORY:
+            found = regex.search(message)
+            if not found:
+                continue
+            value = kind(found.group(1))
+            if name == "weights_avail_gib":
+                # The draft loads after the target: a rank's latest line is what both left.
+                self._weights_by[rank] = value
+                value = min(self._weights_by.values())
+                self.memory[name] = value
+            else:
+                self.memory[name] = min(value, self.memory.get(name, value))
+            return
 
     def tree_changed(self, at):
         """The unit's processes changed (a rank started or ended): that is progress too."""

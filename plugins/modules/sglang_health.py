@@ -295,6 +295,16 @@ timeline:
   returned: always
   type: dict
   sample: {parallel: 0.1, weights: 0.6, kv_pool: 0.2, graphs: 0.3, ready: 1.3}
+memory:
+  description:
+    - What the start said of its memory per GPU in SGLang's own lines, the smallest over the ranks -
+      C(weights_avail_gib) (what the weights, the draft's too, left; C(Load weight end)),
+      C(kv_tokens) (the KV pool's tokens; C(KV Cache is allocated)), C(pool_avail_gib) (what is
+      left outside the static budget; C(Memory pool end)), C(graphs_avail_gib) (after the CUDA
+      graphs). Only what was said; empty when the start was not followed (O(stall=0)).
+  returned: always
+  type: dict
+  sample: {weights_avail_gib: 19.93, kv_tokens: 180000, pool_avail_gib: 4.04, graphs_avail_gib: 2.84}
 known_good_timeline:
   description: O(known_good_timeline), as given.
   returned: always
@@ -540,13 +550,15 @@ class Gate:
         return self.stall is not None
 
     def timeline(self):
+        """(The phases' seconds, what the start said of its memory), once the wait is over."""
         if self.follower is None:
-            return {}
+            return {}, {}
         time.sleep(0.05)   # the lines journald has already sent
         with self.follower.lock:
             timeline = self.follower.progress.timeline()
+            memory = dict(self.follower.progress.memory)
         self.follower.stop()
-        return timeline
+        return timeline, memory
 
     def check_once(self, since, baseline):
         status = self.status()
@@ -646,7 +658,7 @@ def main():
         state, reason, status, prober = gate.wait(since, baseline)
     observed_at = time.time()
 
-    timeline = gate.timeline()
+    timeline, memory = gate.timeline()
     journal = gate.read_journal(since, state, status, params["timeout"])
     cause, hint = journal["cause"], journal["hint"]
     if prober.status in FINAL_HTTP:
@@ -672,7 +684,7 @@ def main():
         "tail": journal["tail"], "journal_lines": journal["lines"], "observed_at": observed_at,
         "healthy_at": gate.healthy_at, "rank": journal.get("rank") if cause else None,
         "ranks": journal.get("ranks", []) if cause else [],
-        "stall": gate.stall, "timeline": timeline,
+        "stall": gate.stall, "timeline": timeline, "memory": memory,
         "known_good_timeline": params["known_good_timeline"] or None,
     }
     result = dict(facts, changed=False, ansible_facts={"sglang_health": facts})

@@ -153,3 +153,14 @@ def test_a_single_gpu_server_has_no_rank_prefix():
     lines = ["[2026-12-04 06:24:35] Scheduler hit an exception: Traceback (most recent call last):"] + TRACE + [NCCL]
     got = classify(lines, state="failed")
     assert (got["cause"], got["rank"], got["ranks"]) == ("nccl_error", None, [])
+
+
+def test_what_the_start_said_of_its_memory_is_kept_the_smallest_over_the_ranks():
+    progress = fed(START)
+    assert progress.memory == {"weights_avail_gib": 19.93, "kv_tokens": 180000, "pool_avail_gib": 4.04,
+                               "graphs_avail_gib": 2.84}
+    # A draft loads after the target: a rank's latest weight line is what both left.
+    draft = (201.0, "[2026-12-04 06:27:55 TP1] Load weight end. elapsed=0.50 s, type=DFlashDraftModel, avail mem=18.10 GB, "
+                    "mem usage=1.83 GB.")
+    assert fed(START[:9] + [draft]).memory["weights_avail_gib"] == 18.10
+    assert fed(START[:5]).memory == {}, "nothing said yet"
