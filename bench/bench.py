@@ -7,7 +7,8 @@ empty, a ping and a `/health`-only play, fleet deploys to 1-16 hosts and a rolli
 stops at a failure, the controller gone (the host's guard restores the known-good alone), the
 start-up of a TP=8 server (each start-up fault's detection beside the timeout it replaces), and
 journal classification of 10k/100k/1M-line invocations (seconds and
-peak memory of the reader on the host), and the gateway rollout. `python bench/bench.py ROW...`
+peak memory of the reader on the host), the gateway rollout, and the tune (tune.yml on a
+canary per class behind the gateway, under load). `python bench/bench.py ROW...`
 measures only those rows and puts them into bench/results.md in place of the earlier run's,
 under a line that says which rows, when and by which command.
 """
@@ -21,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,7 +34,7 @@ os.environ.update(INFEROPS_LAB_TIMINGS=str(REPO / "lab" / "sim_defaults.json"), 
                   INFEROPS_LAB_PREFIX="inferops-")
 from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa: E402
 from lab.labctl import RESET_SERVICE  # noqa: E402
-from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory  # noqa: E402
+from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory, workers  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "5"))
@@ -425,7 +427,7 @@ FLEET = ["fleet%02d" % i for i in range(1, 17)]
 ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback overhead",),
              "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
              "journal": ("| journal classification",), "gateway": ("| gateway",),
-             "guard": ("| the controller gone",), "startup": ("| start-up,",)}
+             "guard": ("| the controller gone",), "startup": ("| start-up,",), "tune": ("| tune,",)}
 ALL_ROWS = set(ROW_ORDER)
 TABLE_HEAD = ["| measurement | result | baseline / goal |", "| --- | --- | --- |"]
 GATEWAY_TAIL = "\nThe gateway rollout's fleet summary"
@@ -523,22 +525,29 @@ def rollout(inventory, gateway_url, names, **extra):
             "back_in_gateway": all_ready(gateway_url, len(names))}
 
 
-def bench_gateway():
-    """Four hosts (2 a6000, 2 blackwell) on NEXTN behind the real smg, a bounded load through
-    it: deploy_ddtree.yml with the canary and the drain, then the same without the drain."""
-    names = list(GATEWAY_FLEET)
-    labctl("up", *("%s:%s" % kv for kv in GATEWAY_FLEET.items()))
+def fleet_on_nextn(fleet, prefix):
+    """The hosts of `fleet` ({name: class}) up, on their lab addresses, serving NEXTN from a clean
+    state: (names, hosts, addresses, placed, a folder of the run's own, its plain inventory)."""
+    names = list(fleet)
+    labctl("up", *("%s:%s" % kv for kv in fleet.items()))
     reach_over_ssh()
     hosts = [LabHost(n) for n in names]
     addresses = dict((n, labctl("address", n).stdout.strip()) for n in names)
-    placed = dict((n, (addresses[n], GATEWAY_FLEET[n])) for n in names)
-    folder = Path(tempfile.mkdtemp(prefix="bench-gateway-"))
+    placed = dict((n, (addresses[n], fleet[n])) for n in names)
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     plain = folder / "plain.yml"
     plain.write_text(host_inventory(placed))
     for host in hosts:
         host.run(RESET_SERVICE)
     proc = playbook("playbooks/deploy_nextn.yml", names, inventory=plain, sglang_serial=0)
     assert proc.returncode == 0, proc.stdout[-3000:]
+    return names, hosts, addresses, placed, folder, plain
+
+
+def bench_gateway():
+    """Four hosts (2 a6000, 2 blackwell) on NEXTN behind the real smg, a bounded load through
+    it: deploy_ddtree.yml with the canary and the drain, then the same without the drain."""
+    names, hosts, addresses, placed, folder, plain = fleet_on_nextn(GATEWAY_FLEET, "bench-gateway-")
     with gateway(addresses, folder / "smg.log") as url:
         drained = folder / "gateway.yml"
         drained.write_text(host_inventory(placed, gateway=url))
@@ -563,6 +572,86 @@ def bench_gateway():
     assert drain["outcomes"]["ct129"][0] == "rolled_back" and drain["outcomes"]["ct130"][0] == "skipped", drain
     assert not drain["restarted"]["ct130"] and all(drain["outcomes"][n][0] == "deployed" for n in ("ct200", "ct201"))
     return result
+
+
+TUNE_FLEET = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell"}
+
+
+class Rotation(threading.Thread):
+    """Seconds each worker was out of the gateway's rotation, from its list every 0.5 s."""
+
+    def __init__(self, gateway_url, worker_urls):
+        super().__init__(daemon=True)
+        self.url, self.out, self.done = gateway_url, dict((w, 0.0) for w in worker_urls), threading.Event()
+
+    def run(self):
+        last = time.monotonic()
+        while not self.done.wait(0.5):
+            now = time.monotonic()
+            try:
+                present = workers(self.url)
+            except OSError:
+                continue
+            for worker in self.out:
+                if worker not in present or present[worker] != (True, "ready"):
+                    self.out[worker] += now - last
+            last = now
+
+
+def bench_tune():
+    """playbooks/tune.yml on the a6000 and Blackwell canaries (ct129, ct200), behind the real smg
+    with ct130 (a6000) left serving, under the gateway row's bounded load: per class its tries,
+    its wall time and the time its canary was out of rotation; the load's failures; the
+    controller's CPU for the whole tune."""
+    names, hosts, addresses, placed, folder, _plain = fleet_on_nextn(TUNE_FLEET, "bench-tune-")
+    untouched = invocation(LabHost("ct130"))
+    with gateway(addresses, folder / "smg.log") as url:
+        drained = folder / "gateway.yml"
+        drained.write_text(host_inventory(placed, gateway=url))
+        rotation = Rotation(url, ["http://%s:30000" % addresses[n] for n in ("ct129", "ct200")])
+        rotation.start()
+        with Load(url) as load:
+            proc = playbook("playbooks/tune.yml", names, inventory=drained, sglang_tune_result_dir=str(folder / "tuned"))
+        rotation.done.set()
+        rotation.join()
+        back = all_ready(url, len(names))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    restarted = invocation(LabHost("ct130")) != untouched
+    classes = {}
+    for name, host_class in (("ct129", "a6000"), ("ct200", "blackwell")):
+        result = json.loads((folder / "tuned" / ("%s.json" % host_class)).read_text())
+        classes[host_class] = {"tries": len(result["attempts"]), "winner": result["winner"], "seconds": result["seconds"],
+                               "out": rotation.out["http://%s:30000" % addresses[name]],
+                               "rows": [(r["variant"], r["status"], r.get("tok_s"), r.get("ratio")) for r in result["rows"]]}
+    for host in hosts:
+        host.run(RESET_SERVICE)
+    labctl("down", "ct130")
+    reach_over_ssh()
+    return {"wall": proc.wall, "controller_cpu": proc.controller_cpu, "sent": load.sent, "failed": load.failed,
+            "errors": load.errors[:3], "back_in_gateway": back, "ct130_restarted": restarted, "classes": classes}
+
+
+def measured(tok_s, ratio):
+    return " %.0f tok/s (%.2fx)" % (tok_s, ratio) if tok_s and ratio else ""
+
+
+def tune_lines(row):
+    """The tune row's table lines: one per class, and the run."""
+    lines = []
+    for host_class, got in sorted(row["classes"].items()):
+        won = got["winner"]
+        said = ", ".join("%s %s%s" % (v, status.replace("_", " "), measured(tok, ratio))
+                         for v, status, tok, ratio in got["rows"])
+        lines.append("| tune, %s class (`tune.yml`, variants ddtree, dflash; canary out of rotation) | %d tries in %.0f s; "
+                     "canary out of the gateway's rotation %.0f s; %s; winner %s (%.2fx the known-good) | "
+                     "the grid over the same bounds: not measured yet |" % (
+                         host_class, got["tries"], got["seconds"], got["out"], said, won["variant"], won["ratio"] or 1.0))
+    lines.append("| tune, the whole run: `tune.yml -l ct129,ct130,ct200` behind the real `smg`, under the gateway row's "
+                 "load | %.0f s; controller CPU %.1f s; load sent %d, failed %d; every host back in the gateway: %s; "
+                 "ct130 (not a canary) restarted: %s | failed must be 0 |" % (
+                     row["wall"], row["controller_cpu"], row["sent"], row["failed"], row["back_in_gateway"],
+                     row["ct130_restarted"]))
+    return lines
 
 
 def ms(seconds):
@@ -634,6 +723,7 @@ def main():
     gateway_row = progress("gateway", bench_gateway) if "gateway" in only else None
     guard = progress("guard", bench_guard) if "guard" in only else None
     started_up = progress("startup", bench_startup) if "startup" in only else None
+    tuned = progress("tune", bench_tune) if "tune" in only else None
     header = ("%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
               "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
               "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
@@ -706,6 +796,8 @@ def main():
                          "{:,}".format(row["lines"]), row["seconds"], row["reader_rss"], row["journalctl_rss"],
                          row["journalctl_seconds"], row["seconds"] / row["journalctl_seconds"],
                          (row["seconds"] / row["lines"]) / base, "; goal 100k <= 1 s" if row["lines"] == 100_000 else ""))
+    if tuned:
+        rows["tune"] = tune_lines(tuned)
     gateway_tail = ""
     if gateway_row:
         rows["gateway"] += gateway_lines(gateway_row)
