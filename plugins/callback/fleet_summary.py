@@ -59,7 +59,8 @@ from ansible import constants as C
 from ansible.plugins.callback import CallbackBase
 from ansible_collections.inferops.sglang.plugins.module_utils import fleet_summary
 
-REPORT_ACTIONS = ("inferops.sglang.sglang_report", "sglang_report")
+# (A tune's last word is its class's result: the canary serves its known-good again.)
+REPORT_ACTIONS = ("inferops.sglang.sglang_report", "sglang_report", "inferops.sglang.sglang_tune", "sglang_tune")
 # Stdout callbacks whose output is JSON, which a printed table would break.
 JSON_STDOUT = ("json", "jsonl")
 

@@ -22,3 +22,18 @@ attributes:
     support: none
     description: Changes nothing on the host.
 """
+
+    # The attributes of the decisions that run on the controller alone (sglang_tune,
+    # sglang_tuned): they read and change nothing on any host.
+    CONTROLLER = r"""
+attributes:
+  action:
+    support: full
+    description: Decides on the controller (an action plugin); it reads and changes nothing on any host.
+  check_mode:
+    support: full
+    description: Decides the same in check mode; it writes no file.
+  diff_mode:
+    support: none
+    description: Changes nothing on a host.
+"""

@@ -31,8 +31,17 @@ def row(report):
     perf = report.get("perf") or {}
     return {"host": report.get("host"), "class": report.get("class") or None,
             "before": report.get("before"), "after": after(report), "variant": report.get("variant"),
-            "outcome": report.get("outcome"), "cause": report.get("cause"), "ratio": perf.get("ratio"),
+            "outcome": report.get("outcome"), "ratio": perf.get("ratio"),
+            "cause": cause(report),
             "seconds": report.get("seconds")}
+
+
+def cause(report):
+    """The report's cause; a canary's later variant also says why the ladder came down to it."""
+    said = [report["cause"]] if report.get("cause") else []
+    if report.get("ladder"):
+        said.append("after " + report["ladder"])
+    return "; ".join(said) or None
 
 
 def failed_row(host, message):

@@ -66,9 +66,9 @@ def slow_ddtree(host):
     host.put("/etc/inferops-lab/faults.json", json.dumps({"slow_start_s": 600, "only_algorithm": "DDTREE"}))
 
 
-def start_deploy(host, **extra):
-    """deploy_ddtree.yml in the background; its output lines gather in proc.lines as they come."""
-    cmd = [str(BIN / "ansible-playbook"), "-i", LAB_INVENTORY, "playbooks/deploy_ddtree.yml", "-l", host.name,
+def start_deploy(host, playbook="deploy_ddtree", **extra):
+    """A playbook (deploy_ddtree.yml) in the background; its output lines gather in proc.lines as they come."""
+    cmd = [str(BIN / "ansible-playbook"), "-i", LAB_INVENTORY, "playbooks/%s.yml" % playbook, "-l", host.name,
            "-e", json.dumps(dict(GUARDED, **extra))]
     proc = subprocess.Popen(cmd, cwd=REPO, env=_env({"ANSIBLE_STDOUT_CALLBACK": "default"}),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -78,10 +78,10 @@ def start_deploy(host, **extra):
     return proc
 
 
-def interrupted(host, when, interrupt, **extra):
-    """deploy_ddtree.yml, and `interrupt(proc)` once `when(host, proc)` holds; returns the
-    ended playbook (returncode, stdout)."""
-    proc = start_deploy(host, **extra)
+def interrupted(host, when, interrupt, playbook="deploy_ddtree", **extra):
+    """A playbook (deploy_ddtree.yml), and `interrupt(proc)` once `when(host, proc)` holds;
+    returns the ended playbook (returncode, stdout)."""
+    proc = start_deploy(host, playbook, **extra)
     try:
         host.wait_for(lambda: when(host, proc), GUARD_WAIT_S, 0.2, "the moment to interrupt the deploy")
         interrupt(proc)
@@ -93,10 +93,10 @@ def interrupted(host, when, interrupt, **extra):
     return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(proc.lines))
 
 
-def interrupted_after_the_restart(host, interrupt, **extra):
-    """deploy_ddtree.yml with DDTREE slowed, interrupted once the host restarted into DDTREE."""
+def interrupted_after_the_restart(host, interrupt, playbook="deploy_ddtree", **extra):
+    """A playbook (deploy_ddtree.yml) with DDTREE slowed, interrupted once the host restarted into DDTREE."""
     slow_ddtree(host)
-    return interrupted(host, lambda h, _proc: restarted_into_ddtree(h), interrupt, **extra)
+    return interrupted(host, lambda h, _proc: restarted_into_ddtree(h), interrupt, playbook, **extra)
 
 
 def at_task(name):
@@ -149,6 +149,19 @@ def test_the_host_restores_the_known_good_when_the_controller_goes_away(nextn, s
             proc.send_signal(sig)
     assert interrupted_after_the_restart(host, interrupt).returncode != 0
     assert_restored_by_the_guard(host, "deadline", kg_unit)
+
+
+def test_ctrl_c_mid_tune_is_recovered_by_rollback_yml_at_once(nextn):
+    """A tune (playbooks/tune.yml) stopped while its canary tries DDTREE: rollback.yml brings
+    the known-good back at once (the guard would at its deadline), byte for byte."""
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
+    proc = interrupted_after_the_restart(host, sigint, "tune", sglang_tune_variants=["ddtree"])
+    assert proc.returncode != 0 and "TASK [Deploy the try" in proc.stdout, proc.stdout[-3000:]
+    back = run_playbook("playbooks/rollback.yml", limit=host.name)
+    assert back.returncode == 0, back.stdout[-3000:]
+    assert host.run(["cat", UNIT]).stdout == kg_unit and healthy(host)
+    assert json.loads(host.run(["cat", STATE + "deployed.json"]).stdout)["variant"] == "nextn"
 
 
 def ddtree_answers(host, _proc):

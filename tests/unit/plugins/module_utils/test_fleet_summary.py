@@ -44,3 +44,12 @@ def test_lines_are_aligned_sorted_by_host_with_a_header():
         "ct131  -          - -> -           failed       unreachable                             -      -",
         "ct200  blackwell  nextn -> ddtree  deployed     -                                       1.24x  41 s",
     ]
+
+
+def test_a_canary_down_its_variant_ladder_says_why_in_the_cause():
+    kept = {"host": "ct129", "outcome": "deployed", "variant": "nextn", "cause": None,
+            "ladder": "ddtree rolled back (kv_pool_oom); dflash not retried (kv_pool_oom)"}
+    assert row(kept)["cause"] == "after ddtree rolled back (kv_pool_oom); dflash not retried (kv_pool_oom)"
+    failed = dict(kept, outcome="rolled_back", cause="cuda_graph_failed", ladder="ddtree rolled back (kv_pool_oom)")
+    assert row(failed)["cause"] == "cuda_graph_failed; after ddtree rolled back (kv_pool_oom)"
+    assert row(dict(kept, ladder=""))["cause"] is None
