@@ -67,7 +67,9 @@ def test_a_tune_finds_each_class_winner_on_its_canary_and_leaves_every_host_serv
     summary = json.loads((REPORTS / "fleet-summary.json").read_text())["hosts"]
     assert [(h["host"], h["after"], h["outcome"], h["cause"]) for h in summary] == [
         ("ct129", "nextn", "tuned", "winner dflash"), ("ct200", "nextn", "tuned", "winner ddtree")], summary
-    assert report(ct129)["variant"] == "dflash", "the last try's report"
+    # The canary's last deploy report is its last try's; its deploy record is the known-good's again.
+    assert (report(ct129)["variant"], report(ct129)["outcome"]) == ("dflash", "deployed"), report(ct129)
+    assert json.loads(ct129.run(["cat", "/etc/sglang/deployed.json"]).stdout)["variant"] == "nextn"
 
     # A deploy from what was learned: a class without a result stops the run before any host
     # is touched; with both, each class runs its winner with its envelope, canary first.
