@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# `make demo`, once the lab is up: the incident, played on the lab in five steps.
+# `make demo`, once the lab is up: the incident, played on the lab in six steps, its ending
+# (what a person did by hand for hours) by the collection itself.
 # A second `make demo` plays it again from the start: step 1 removes the lab hosts' SGLang
 # service, state and reports (the releases stay built) before it deploys NEXTN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export ANSIBLE_CONFIG="$PWD/ansible.cfg" INFEROPS_REPORT_DIR="$PWD/reports"
+export ANSIBLE_CONFIG="$PWD/ansible.cfg" INFEROPS_REPORT_DIR="$PWD/reports" INFEROPS_TUNE_DIR="$PWD/build/demo-tuned"
 PLAY=(.venv/bin/ansible-playbook -i inventory/lab)
 started=$SECONDS
 
 step() {  # step N "what it shows"
   echo
-  echo "=== step $1 of 5: $2 ($((SECONDS - started)) s in) ==="
+  echo "=== step $1 of 6: $2 ($((SECONDS - started)) s in) ==="
 }
 
 run() {  # run ARGS...: print the command, run it, keep going whatever it returns
@@ -37,10 +38,23 @@ if (report["outcome"], report["cause"]) != (outcome, cause):
 CHECK
 }
 
+learned() {  # learned CLASS VARIANT: show the class's tune result; stop the demo unless VARIANT won
+  PYTHONPATH=collections .venv/bin/python - "$INFEROPS_TUNE_DIR" "$@" <<'CHECK'
+import json, sys
+from ansible_collections.inferops.sglang.plugins.module_utils import tune
+folder, cls, variant = sys.argv[1:]
+result = json.load(open("%s/%s.json" % (folder, cls)))
+print("--- %s/%s.json ---" % (folder, cls))
+print(tune.table([result]))
+if result.get("winner", {}).get("variant") != variant:
+    sys.exit("demo: the %s tune's winner is %s, not %s" % (cls, result.get("winner"), variant))
+CHECK
+}
+
 mkdir -p build
 step 1 "NEXTN on ct129 (RTX A6000) and ct200 (RTX PRO 6000 Blackwell), proven healthy"
 .venv/bin/python lab/labctl.py reset ct129 ct200
-rm -rf reports/ct129 reports/ct200
+rm -rf reports/ct129 reports/ct200 "$INFEROPS_TUNE_DIR"
 run playbooks/deploy_nextn.yml -l ct129,ct200 -e sglang_serial=0
 diagnosis ct129 deployed ""
 diagnosis ct200 deployed ""
@@ -55,15 +69,21 @@ overrides='{"mem_fraction_static": 0.95, "context_length": 32768, "max_running_r
 run playbooks/deploy_ddtree.yml -l ct129 -e "{\"sglang_envelope_overrides\": $overrides, \"sglang_check_fit\": false}"
 diagnosis ct129 rolled_back cuda_graph_failed
 
-step 4 "DDTree on ct200: kept, measured faster than the known-good NEXTN"
-run playbooks/deploy_ddtree.yml -l ct200
+step 4 "The rest of the incident, by itself: on each class's canary, the envelope each variant fits and the fastest variant"
+run playbooks/tune.yml -l ct129,ct200
+learned a6000 dflash
+learned blackwell ddtree
+
+step 5 "Each class deploys what it learned: DFlash on ct129, DDTree on ct200"
+run playbooks/deploy.yml -l ct129,ct200 -e sglang_envelope_from=tuned -e sglang_canary=true
+diagnosis ct129 deployed ""
 diagnosis ct200 deployed ""
 
-step 5 "status of both hosts, in full"
+step 6 "status of both hosts, in full"
 echo "\$ ansible-playbook -i inventory/lab playbooks/status.yml -l ct129,ct200"
 # The whole status message, every line of it (the JSON callback keeps it in one field).
 ANSIBLE_STDOUT_CALLBACK=ansible.posix.json ANSIBLE_LOAD_CALLBACK_PLUGINS=1 \
   "${PLAY[@]}" playbooks/status.yml -l ct129,ct200 \
   | .venv/bin/python lab/show_messages.py "Show the status" || true
 echo
-echo "demo: the five steps took $((SECONDS - started)) s"
+echo "demo: the six steps took $((SECONDS - started)) s"
