@@ -70,7 +70,10 @@ run playbooks/deploy_ddtree.yml -l ct129 -e "{\"sglang_envelope_overrides\": $ov
 diagnosis ct129 rolled_back cuda_graph_failed
 
 step 4 "The rest of the incident, by itself: on each class's canary, the envelope each variant fits and the fastest variant"
-run playbooks/tune.yml -l ct129,ct200
+# (Each candidate and the known-good measured with 8 requests of 64 tokens, not the role's 16 of
+# 128: about 3 s a measurement on a lab host instead of 11, the same ranking here.)
+workload='{"api": "generate", "stream": true, "requests": 8, "concurrency": 4, "max_new_tokens": 64, "warmup": 1}'
+run playbooks/tune.yml -l ct129,ct200 -e "{\"sglang_tune_workload\": $workload}"
 learned a6000 dflash
 learned blackwell ddtree
 
