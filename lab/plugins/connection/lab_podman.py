@@ -10,8 +10,9 @@ per task, which is what SSH with pipelining gives production hosts: lab timings 
 comparable to the real thing.
 
 A host that is down is unreachable, as over SSH: when `podman exec` fails and the container
-does not run (stopped, or stopped during the task), the task ends with AnsibleConnectionFailure,
-which Ansible reports as UNREACHABLE - not as a module whose output did not parse.
+does not run (stopped, or stopped during the task) or is paused (a frozen host), the task ends
+with AnsibleConnectionFailure, which Ansible reports as UNREACHABLE - not as a module whose
+output did not parse.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -78,13 +79,16 @@ class Connection(PodmanConnection):
             args += ["--user", self.user]
         rc, stdout, stderr = self._podman(args, shlex.split(to_native(cmd, errors="surrogate_or_strict")), in_data)
         if rc != 0 and not self._running():
-            raise AnsibleConnectionFailure("lab host %s is down (container %s does not run): %s"
+            raise AnsibleConnectionFailure("lab host %s is down (container %s does not run, or is paused): %s"
                                            % (self._play_context.remote_addr, self._container_id,
                                               to_text(stderr, errors="surrogate_or_replace").strip()))
         return rc, stdout, stderr
 
     def _running(self):
-        """Whether the container runs (a host that is up), asked of podman directly."""
-        proc = subprocess.run([self.get_option("podman_executable"), "inspect", "--format", "{{.State.Running}}",
-                               self._container_id], capture_output=True, text=True, check=False)
-        return proc.stdout.strip() == "true"
+        """Whether the container runs and is not paused (a host that is up and answers), asked of
+        podman directly. A paused container is a frozen host: podman refuses an exec into it at
+        once, where SSH to a hung host gets no answer; either way the host is unreachable."""
+        proc = subprocess.run([self.get_option("podman_executable"), "inspect", "--format",
+                               "{{.State.Running}} {{.State.Paused}}", self._container_id],
+                              capture_output=True, text=True, check=False)
+        return proc.stdout.strip() == "true false"
