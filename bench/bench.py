@@ -8,7 +8,7 @@ stops at a failure, the controller gone (the host's guard restores the known-goo
 start-up of a TP=8 server (each start-up fault's detection beside the timeout it replaces), and
 journal classification of 10k/100k/1M-line invocations (seconds and
 peak memory of the reader on the host), the gateway rollout, and the tune (tune.yml on a
-canary per class behind the gateway, under load). `python bench/bench.py ROW...`
+canary per class behind the gateway, under load, beside an exhaustive grid over the same bounds). `python bench/bench.py ROW...`
 measures only those rows and puts them into bench/results.md in place of the earlier run's,
 under a line that says which rows, when and by which command.
 """
@@ -25,6 +25,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -603,7 +605,7 @@ def bench_tune():
     with ct130 (a6000) left serving, under the gateway row's bounded load: per class its tries,
     its wall time and the time its canary was out of rotation; the load's failures; the
     controller's CPU for the whole tune."""
-    names, hosts, addresses, placed, folder, _plain = fleet_on_nextn(TUNE_FLEET, "bench-tune-")
+    names, hosts, addresses, placed, folder, plain = fleet_on_nextn(TUNE_FLEET, "bench-tune-")
     untouched = invocation(LabHost("ct130"))
     with gateway(addresses, folder / "smg.log") as url:
         drained = folder / "gateway.yml"
@@ -622,13 +624,122 @@ def bench_tune():
         result = json.loads((folder / "tuned" / ("%s.json" % host_class)).read_text())
         classes[host_class] = {"tries": len(result["attempts"]), "winner": result["winner"], "seconds": result["seconds"],
                                "out": rotation.out["http://%s:30000" % addresses[name]],
-                               "rows": [(r["variant"], r["status"], r.get("tok_s"), r.get("ratio")) for r in result["rows"]]}
+                               "rows": [(r["variant"], r["status"], r.get("tok_s"), r.get("ratio")) for r in result["rows"]],
+                               # (After the tune, out of the gateway: the grid's deploys are not the tune's.)
+                               "grid": grid_row(name, plain, result)}
     for host in hosts:
         host.run(RESET_SERVICE)
     labctl("down", "ct130")
     reach_over_ssh()
     return {"wall": proc.wall, "controller_cpu": proc.controller_cpu, "sent": load.sent, "failed": load.failed,
             "errors": load.errors[:3], "back_in_gateway": back, "ct130_restarted": restarted, "classes": classes}
+
+
+# The tune's knobs and its fraction step (plugins/module_utils/tune.py), for the grid; the
+# workload the tune measures with (the sglang_tune role's default).
+TUNE_WORKLOAD = yaml.safe_load((REPO / "roles" / "sglang_tune" / "defaults" / "main.yml").read_text())[
+    "sglang_tune_workload"]
+GRID_KNOBS = ("context_length", "max_running_requests", "cuda_graph_max_bs_decode", "mem_fraction_static")
+GRID_FRACTION_STEP = 0.03
+
+
+def halvings(low, high):
+    """high, high / 2, ... down to low, low included: the counts the tune's halvings reach."""
+    values, value = [], int(high)
+    while value > int(low):
+        values.append(value)
+        value //= 2
+    return values + [int(low)]
+
+
+def fractions(low, high, own):
+    """low to high in the tune's steps, with high and the class's own fraction."""
+    steps = int(round((float(high) - float(low)) / GRID_FRACTION_STEP))
+    values = {round(float(low) + i * GRID_FRACTION_STEP, 2) for i in range(steps + 1)} | {round(float(high), 2)}
+    if float(low) <= float(own) <= float(high):
+        values.add(round(float(own), 2))
+    return sorted(v for v in values if v <= float(high))
+
+
+def grid(bounds, min_context, start):
+    """Every envelope of an exhaustive grid over the tune's bounds (a knob without bounds keeps
+    the class's value); a captured batch larger than the running requests is the same as
+    theirs (SGLang captures at most that many), so it is left out."""
+    def levels(knob, low_floor=0):
+        if knob not in bounds:
+            return [start[knob]]
+        low, high = bounds[knob]
+        return halvings(max(int(low), int(low_floor)), high)
+    mem = bounds.get("mem_fraction_static", [start["mem_fraction_static"]] * 2)
+    return [dict(start, context_length=ctx, max_running_requests=req, cuda_graph_max_bs_decode=graphs,
+                 mem_fraction_static=frac)
+            for ctx in levels("context_length", min_context) for req in levels("max_running_requests")
+            for graphs in levels("cuda_graph_max_bs_decode") if graphs <= req
+            for frac in fractions(mem[0], mem[1], start["mem_fraction_static"])]
+
+
+def argv_of(server_args):
+    """SGLang's command line of a deploy report's server_args."""
+    argv = []
+    for key, value in sorted(server_args.items()):
+        if value is None or value is False:
+            continue
+        argv.append("--" + key.replace("_", "-"))
+        if value is not True:
+            argv.append(str(value))
+    return argv
+
+
+def newest_report(host, variant):
+    """The newest deploy report of `variant` on `host` (the tune's last try of it)."""
+    found = sorted((REPO / "build" / "bench-reports" / host).glob("*-%s.json" % variant))
+    return json.loads(found[-1].read_text())
+
+
+def walk_grid(name, result):
+    """The exhaustive grid over the class's tune bounds, each variant's every envelope judged on
+    the canary by the stand-in's own start-up memory plan (bench/grid_fit.py, the code the
+    host's SGLang stand-in runs when it starts): {variant: (tries, fitting envelopes)}."""
+    host = LabHost(name)
+    points = grid(result["bounds"], result["min_context"], result["attempts"][0]["envelope"])
+    host.put("/tmp/grid_fit.py", (REPO / "bench" / "grid_fit.py").read_text())
+    walked = {}
+    for variant in [row["variant"] for row in result["rows"]]:
+        report = newest_report(name, variant)
+        host.put("/tmp/grid.json", json.dumps([argv_of(dict(report["server_args"], **dict(
+            (k, p[k]) for k in GRID_KNOBS))) for p in points]))
+        said = host.run(["%s/bin/python" % report["release"], "/tmp/grid_fit.py", "/tmp/grid.json"]).stdout
+        judged = [json.loads(line) for line in said.splitlines() if line.strip()]
+        assert len(judged) == len(points), said[-2000:]
+        walked[variant] = (len(points), [p for p, j in zip(points, judged) if j["fits"]])
+    return walked
+
+
+def grid_best(name, plain, variant, envelope):
+    """One deploy of the grid's largest fitting envelope of `variant`, measured with the tune's
+    workload (the role's default): its tok/s."""
+    proc = playbook("playbooks/deploy.yml", [name], inventory=plain, sglang_variant=variant,
+                    sglang_envelope=envelope, sglang_envelope_overrides={}, sglang_retry_rolled_back=True,
+                    sglang_perf_gate={"record": True, "workload": TUNE_WORKLOAD})
+    report = bench_report(name)
+    assert report["outcome"] == "deployed", (proc.stdout[-3000:], report.get("diagnosis"))
+    return report["perf"]["new"]["output_tokens_per_s"]
+
+
+def largest(envelopes):
+    """The envelope the tune prefers: the longest context, then the most requests, graphs, memory."""
+    return max(envelopes, key=lambda e: tuple(e[k] for k in GRID_KNOBS))
+
+
+def grid_row(name, plain, result):
+    """The grid beside the tune: its tries, each variant's largest fit and its measured speed."""
+    walked, speeds, tries = walk_grid(name, result), {}, 0
+    for variant, (count, fits) in walked.items():
+        tries += count
+        speeds[variant] = (largest(fits), grid_best(name, plain, variant, largest(fits))) if fits else (None, None)
+    measured_speeds = [tok for _env, tok in speeds.values() if tok]
+    return {"tries": tries, "fits": dict((v, len(f)) for v, (_c, f) in walked.items()),
+            "best": speeds, "best_tok_s": max(measured_speeds) if measured_speeds else None}
 
 
 def measured(tok_s, ratio):
@@ -643,15 +754,32 @@ def tune_lines(row):
         said = ", ".join("%s %s%s" % (v, status.replace("_", " "), measured(tok, ratio))
                          for v, status, tok, ratio in got["rows"])
         lines.append("| tune, %s class (`tune.yml`, variants ddtree, dflash; canary out of rotation) | %d tries in %.0f s; "
-                     "canary out of the gateway's rotation %.0f s; %s; winner %s (%.2fx the known-good) | "
-                     "the grid over the same bounds: not measured yet |" % (
-                         host_class, got["tries"], got["seconds"], got["out"], said, won["variant"], won["ratio"] or 1.0))
+                     "canary out of the gateway's rotation %.0f s; %s; winner %s (%.2fx the known-good) | %s |" % (
+                         host_class, got["tries"], got["seconds"], got["out"], said, won["variant"], won["ratio"] or 1.0,
+                         grid_text(got)))
     lines.append("| tune, the whole run: `tune.yml -l ct129,ct130,ct200` behind the real `smg`, under the gateway row's "
                  "load | %.0f s; controller CPU %.1f s; load sent %d, failed %d; every host back in the gateway: %s; "
                  "ct130 (not a canary) restarted: %s | failed must be 0 |" % (
                      row["wall"], row["controller_cpu"], row["sent"], row["failed"], row["back_in_gateway"],
                      row["ct130_restarted"]))
     return lines
+
+
+def grid_text(got):
+    """The grid's figures beside the tune's: tries, fits, each variant's largest fit and speed."""
+    grid_got, won = got["grid"], got["winner"]
+    best = "; ".join("%s %s%s" % (v, "largest fit %s," % tune_envelope(env) if env else "no fit",
+                                  " %.0f tok/s" % tok if tok else "")
+                     for v, (env, tok) in sorted(grid_got["best"].items()))
+    share = "%.3f" % (got["tries"] / float(grid_got["tries"]))
+    speed = "%.3f" % (won["tok_s"] / grid_got["best_tok_s"]) if won.get("tok_s") and grid_got["best_tok_s"] else "-"
+    return ("the exhaustive grid over the same bounds: %d tries (fits: %s); %s; tune's tries / grid's %s "
+            "(goal <= 0.333), tune's winner / grid's best speed %s (goal >= 0.95)" % (
+                grid_got["tries"], ", ".join("%s %d" % kv for kv in sorted(grid_got["fits"].items())), best, share, speed))
+
+
+def tune_envelope(envelope):
+    return "ctx %s req %s graphs %s mem %s" % tuple(envelope[k] for k in GRID_KNOBS)
 
 
 def ms(seconds):
