@@ -30,6 +30,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "collections"))
 # The bench's fixed clock, whatever the tests' clock in the environment: its figures
 # compare across runs only with the same stand-in timings and settle window.
 os.environ.update(INFEROPS_LAB_TIMINGS=str(REPO / "lab" / "sim_defaults.json"), INFEROPS_LAB_SETTLE="7",
@@ -38,6 +39,7 @@ from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa:
 from lab.labctl import RESET_SERVICE  # noqa: E402
 from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory, workers  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
+from ansible_collections.inferops.sglang.plugins.module_utils import service_config, tune  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "5"))
 FLEET_REPS = int(os.environ.get("BENCH_FLEET_REPS", "3"))
@@ -635,12 +637,9 @@ def bench_tune():
             "errors": load.errors[:3], "back_in_gateway": back, "ct130_restarted": restarted, "classes": classes}
 
 
-# The tune's knobs and its fraction step (plugins/module_utils/tune.py), for the grid; the
-# workload the tune measures with (the sglang_tune role's default).
+# The workload the tune measures with (the sglang_tune role's default), for the grid's measures.
 TUNE_WORKLOAD = yaml.safe_load((REPO / "roles" / "sglang_tune" / "defaults" / "main.yml").read_text())[
     "sglang_tune_workload"]
-GRID_KNOBS = ("context_length", "max_running_requests", "cuda_graph_max_bs_decode", "mem_fraction_static")
-GRID_FRACTION_STEP = 0.03
 
 
 def halvings(low, high):
@@ -654,8 +653,8 @@ def halvings(low, high):
 
 def fractions(low, high, own):
     """low to high in the tune's steps, with high and the class's own fraction."""
-    steps = int(round((float(high) - float(low)) / GRID_FRACTION_STEP))
-    values = {round(float(low) + i * GRID_FRACTION_STEP, 2) for i in range(steps + 1)} | {round(float(high), 2)}
+    steps = int(round((float(high) - float(low)) / tune.FRACTION_STEP))
+    values = {round(float(low) + i * tune.FRACTION_STEP, 2) for i in range(steps + 1)} | {round(float(high), 2)}
     if float(low) <= float(own) <= float(high):
         values.add(round(float(own), 2))
     return sorted(v for v in values if v <= float(high))
@@ -678,18 +677,6 @@ def grid(bounds, min_context, start):
             for frac in fractions(mem[0], mem[1], start["mem_fraction_static"])]
 
 
-def argv_of(server_args):
-    """SGLang's command line of a deploy report's server_args."""
-    argv = []
-    for key, value in sorted(server_args.items()):
-        if value is None or value is False:
-            continue
-        argv.append("--" + key.replace("_", "-"))
-        if value is not True:
-            argv.append(str(value))
-    return argv
-
-
 def newest_report(host, variant):
     """The newest deploy report of `variant` on `host` (the tune's last try of it)."""
     found = sorted((REPO / "build" / "bench-reports" / host).glob("*-%s.json" % variant))
@@ -706,8 +693,8 @@ def walk_grid(name, result):
     walked = {}
     for variant in [row["variant"] for row in result["rows"]]:
         report = newest_report(name, variant)
-        host.put("/tmp/grid.json", json.dumps([argv_of(dict(report["server_args"], **dict(
-            (k, p[k]) for k in GRID_KNOBS))) for p in points]))
+        host.put("/tmp/grid.json", json.dumps([service_config.to_argv(dict(report["server_args"], **dict(
+            (k, p[k]) for k in tune.KNOBS))) for p in points]))
         said = host.run(["%s/bin/python" % report["release"], "/tmp/grid_fit.py", "/tmp/grid.json"]).stdout
         judged = [json.loads(line) for line in said.splitlines() if line.strip()]
         assert len(judged) == len(points), said[-2000:]
@@ -728,7 +715,7 @@ def grid_best(name, plain, variant, envelope):
 
 def largest(envelopes):
     """The envelope the tune prefers: the longest context, then the most requests, graphs, memory."""
-    return max(envelopes, key=lambda e: tuple(e[k] for k in GRID_KNOBS))
+    return max(envelopes, key=lambda e: tuple(e[k] for k in tune.KNOBS))
 
 
 def grid_row(name, plain, result):
@@ -779,7 +766,7 @@ def grid_text(got):
 
 
 def tune_envelope(envelope):
-    return "ctx %s req %s graphs %s mem %s" % tuple(envelope[k] for k in GRID_KNOBS)
+    return "ctx %s req %s graphs %s mem %s" % tuple(envelope[k] for k in tune.KNOBS)
 
 
 def ms(seconds):

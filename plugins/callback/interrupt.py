@@ -67,26 +67,12 @@ class CallbackModule(CallbackBase):
             handler(signum, frame)
         return on_sigint
 
-    def _raise_if_dropped(self):
+    def _raise_if_dropped(self, *_args, **_kwargs):
         # Only the main thread: a KeyboardInterrupt in the results thread would end that thread,
         # not the run.
         if self._interrupted and threading.current_thread() is threading.main_thread():
             raise KeyboardInterrupt()
 
-    def v2_playbook_on_play_start(self, play):
-        self._raise_if_dropped()
-
-    def v2_playbook_on_task_start(self, task, is_conditional):
-        self._raise_if_dropped()
-
-    def v2_playbook_on_handler_task_start(self, task):
-        self._raise_if_dropped()
-
-    def v2_playbook_on_include(self, included_file):
-        self._raise_if_dropped()
-
-    def v2_runner_on_start(self, host, task):
-        self._raise_if_dropped()
-
-    def v2_playbook_on_stats(self, stats):
-        self._raise_if_dropped()
+    # The controller's steps in its main thread: each raises a dropped interrupt again.
+    v2_playbook_on_play_start = v2_playbook_on_task_start = v2_playbook_on_handler_task_start = _raise_if_dropped
+    v2_playbook_on_include = v2_runner_on_start = v2_playbook_on_stats = _raise_if_dropped
