@@ -6,7 +6,12 @@
 `poll: N` on a long task prints nothing until it ends, and an `until` loop over async_status
 prints a countdown of retries, not the time spent: a release build installing torch sits
 silent for minutes. This polls the job with ansible.builtin.async_status every `interval`
-seconds and prints one status line each time; the job's own result is the task's.
+seconds at most and prints one status line each `interval`; the job's own result is the task's.
+
+It polls first after half a second and then twice as long each time, up to `interval` (the
+back-off of community.docker's wait_for_state): a measurement of 3 s is seen done within about
+a second of its end, not at the next `interval` (10 to 15 s later), while a build of minutes
+is still polled once an `interval`, each poll costing the controller a module run.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,6 +27,8 @@ from ansible.utils.display import Display
 
 display = Display()
 
+# The first poll's delay; each next one waits twice as long, up to the task's `interval`.
+FIRST_DELAY = 0.5
 # async_status's own keys, not the job's result.
 JOB_KEYS = ("ansible_job_id", "started", "finished", "results_file", "_ansible_suppress_tmpdir_delete")
 
@@ -51,7 +58,8 @@ class ActionModule(ActionBase):
         timeout = float(args.get("timeout", 0) or 0)
         what = args.get("what") or "the task"
         host = task_vars.get("inventory_hostname", "?")
-        started = time.monotonic()
+        started = said = time.monotonic()
+        delay = FIRST_DELAY
         status_args = {"jid": job["ansible_job_id"], "mode": "status",
                        "_async_dir": self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))}
         while True:
@@ -67,9 +75,11 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg="%s: %s did not finish within %s (job %s, still running on the host)"
                               % (host, what, minutes(timeout), job["ansible_job_id"]), elapsed=round(waited, 1))
                 return result
-            if waited >= interval / 2:
-                display.display("  %s: %s, %s so far" % (host, what, minutes(waited)))
-            time.sleep(interval)
+            if time.monotonic() - said >= interval:
+                said = time.monotonic()
+                display.display("  %s: %s, %s so far" % (host, what, minutes(said - started)))
+            time.sleep(min(delay, interval))
+            delay *= 2
         answer = dict((k, v) for k, v in answer.items() if k not in JOB_KEYS)
         result.update(answer)
         result["elapsed"] = round(time.monotonic() - started, 1)

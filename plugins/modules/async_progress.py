@@ -14,8 +14,9 @@ short_description: Wait for an async task and show what it does and the time spe
 version_added: "0.2.0"
 description:
   - Waits for a task started with C(async) and C(poll) set to 0, polling it with
-    M(ansible.builtin.async_status) every O(interval) seconds, and prints a status line each
-    time (C(ct129 - installing sglang==0.5.23 from the package index, 2 min 10 s so far)), as the
+    M(ansible.builtin.async_status), first after half a second and then twice as long each time
+    up to O(interval) seconds, and prints a status line each O(interval)
+    (C(ct129 - installing sglang==0.5.23 from the package index, 2 min 10 s so far)), as the
     health wait does. A long step (a release build that installs torch, a performance
     measurement, a drain) no longer sits silent until it ends.
   - The task's result is the job's own (C(rc), C(stdout), C(stderr) and C(msg) of a
@@ -35,7 +36,9 @@ options:
     type: str
     default: the task
   interval:
-    description: Seconds between polls and status lines (at least 0.5).
+    description:
+      - Seconds between status lines, and the longest wait between two polls (at least 0.5).
+      - The polls back off from half a second, so a short job is seen done soon after it ends.
     type: float
     default: 15
   timeout:

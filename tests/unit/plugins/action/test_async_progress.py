@@ -1,6 +1,7 @@
 """async_progress's action plugin: a job that did not run async is its own answer; a running
-one is polled with async_status until it ends, with a status line per poll, and its result
-(failed included) is the task's; past `timeout` it fails naming what it waited for."""
+one is polled with async_status until it ends, backing off from half a second to `interval`,
+with a status line each `interval`, and its result (failed included) is the task's; past
+`timeout` it fails naming what it waited for."""
 from __future__ import annotations
 
 from unittest.mock import MagicMock, patch
@@ -49,6 +50,46 @@ def test_a_running_job_is_polled_until_it_ends_with_a_line_per_poll(final, faile
     assert [c.kwargs["module_name"] for c in calls] == ["ansible.legacy.async_status"] * 3
     assert calls[0].kwargs["module_args"] == {"jid": "42.1", "mode": "status", "_async_dir": "~/.ansible_async"}
     assert all(line.args[0].startswith("  ct200: installing sglang==0.5.23") for line in shown.display.call_args_list)
+
+
+class Clock:
+    """time.monotonic and time.sleep of a clock that moves only when slept on."""
+
+    def __init__(self):
+        self.now, self.slept = 100.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_polls_back_off_from_half_a_second_to_the_interval_with_a_line_each_interval():
+    running = {"started": 1, "finished": 0, "ansible_job_id": "9.1"}
+    polls = 9
+    plugin = action({"job": running, "what": "measuring the new DDTREE", "interval": 4},
+                    [dict(running)] * (polls - 1) + [{"finished": 1, "rc": 0, "started": 1}])
+    clock = Clock()
+    with patch.object(async_progress, "time", clock), patch.object(async_progress, "display") as shown:
+        got = plugin.run(task_vars={"inventory_hostname": "ct129"})
+    assert clock.slept == [0.5, 1, 2, 4, 4, 4, 4, 4]
+    assert got["elapsed"] == sum(clock.slept) == 23.5
+    lines = [line.args[0] for line in shown.display.call_args_list]
+    # One line each interval while it runs (at 7.5, 11.5, ... s), and one when it ends.
+    assert lines == ["  ct129: measuring the new DDTREE, %d s so far" % s for s in (7, 11, 15, 19)] + [
+        "  ct129: measuring the new DDTREE done after 23 s"]
+
+
+def test_a_job_that_ends_within_a_second_is_seen_done_within_a_second():
+    running = {"started": 1, "finished": 0, "ansible_job_id": "9.2"}
+    plugin = action({"job": running, "what": "measuring", "interval": 10},
+                    [dict(running), dict(running), {"finished": 1, "rc": 0, "started": 1}])
+    clock = Clock()
+    with patch.object(async_progress, "time", clock), patch.object(async_progress, "display") as shown:
+        got = plugin.run(task_vars={"inventory_hostname": "ct129"})
+    assert clock.slept == [0.5, 1] and got["elapsed"] == 1.5 and not shown.display.called
 
 
 def test_past_its_timeout_it_fails_naming_what_it_waited_for_and_cleans_up():
