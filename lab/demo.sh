@@ -82,7 +82,8 @@ learned a6000 dflash
 learned blackwell ddtree
 
 step 5 "Each class deploys what it learned: DFlash on ct129, DDTree on ct200"
-run playbooks/deploy.yml -l ct129,ct200 -e sglang_envelope_from=tuned -e sglang_canary=true
+# (Each class's canary is its only host here: the two canaries switch side by side.)
+run playbooks/deploy.yml -l ct129,ct200 -e sglang_envelope_from=tuned -e sglang_canary=true -e sglang_serial=0
 diagnosis ct129 deployed ""
 diagnosis ct200 deployed ""
 
