@@ -8,6 +8,7 @@ fewer running requests and DFlash wins; on the Blackwell, DDTree wins at about 1
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 
@@ -82,15 +83,20 @@ def test_a_tune_finds_each_class_winner_on_its_canary_and_leaves_every_host_serv
     assert proc.returncode != 0 and "class blackwell has no tune result in %s (blackwell.json)" % partial in proc.stdout
     assert dict((h.name, invocation(h)) for h in (ct129, ct130, ct200)) == running, "nothing was touched"
 
+    # (sglang_serial=0: the two classes' canaries in one batch, then ct130; ct130 serves meanwhile.)
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "gateway", "deploy", "ct129,ct130,ct200", sglang_envelope_from="tuned",
-                              sglang_tune_result_dir=str(results), sglang_canary=True)
+                              sglang_tune_result_dir=str(results), sglang_canary=True, sglang_serial=0)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert load.failed == 0, (load.sent, load.failed, load.errors[:3])
     for host, variant, requests in ((ct129, "dflash", 4), (ct130, "dflash", 4), (ct200, "ddtree", 64)):
         unit = host.run(["cat", UNIT]).stdout
         assert (report(host)["outcome"], report(host)["variant"]) == ("deployed", variant), report(host)["diagnosis"]
         assert "--max-running-requests %d " % requests in unit, unit
+    # Canaries on different variants switch side by side, not one after the other.
+    spans = [deploy_span(report(host)) for host in (ct129, ct200)]
+    overlap = min(span[1] for span in spans) - max(span[0] for span in spans)
+    assert overlap > min(end - start for start, end in spans) / 2, spans
 
     # A variant ladder: on the a6000 canary DDTree at the class envelope is not retried (it
     # rolled back there in the tune's first try), so the canary goes down to NEXTN, the next
@@ -105,3 +111,9 @@ def test_a_tune_finds_each_class_winner_on_its_canary_and_leaves_every_host_serv
         ("ct130", "dflash", "nextn", "deployed", None), ("ct200", "ddtree", "ddtree", "unchanged", None)], summary
     assert "after ddtree not retried (kv_pool_oom)" in proc.stdout
     assert all_ready(fleet["gateway"], 3)
+
+
+def deploy_span(said):
+    """(start, end) of a deploy in seconds since the epoch, from its report (`time` is its end)."""
+    end = datetime.strptime(said["time"], "%Y-%m-%dT%H:%M:%SZ").timestamp()
+    return end - said["seconds"], end
