@@ -9,9 +9,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import json
 import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan
+from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, guard
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
 
 GUARD_MODULE = "inferops.sglang.sglang_guard"
@@ -40,7 +42,14 @@ class ActionModule(DecisionAction):
         run = self.run_facts(args)
         ended = deploy_plan.outcome(the_plan, run)
         confirmed = None
-        if deploy_plan.ran(args["guard"]) and not ended["rollback"] and not self._task.check_mode:
+        guarded = deploy_plan.ran(args["guard"]) and not self._task.check_mode
+        if guarded and ended["cause"] == deploy_plan.TASK_FAILED:
+            # The task may have failed because the host was gone past the guard's deadline (frozen,
+            # unreachable): the guard restored the known-good then, and that is how it ended.
+            fired = self.guard_fired(args["state_dir"], the_plan["config_id"], task_vars)
+            if fired:
+                ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=fired))
+        if guarded and not ended["rollback"] and ended["cause"] != deploy_plan.GUARD_ACTED:
             confirmed = self.call(GUARD_MODULE, {"state": "disarmed", "unit": args["unit"],
                                                  "state_dir": args["state_dir"], "config_id": the_plan["config_id"]},
                                   task_vars)
@@ -51,6 +60,20 @@ class ActionModule(DecisionAction):
                 ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=confirmed["fired"]))
         return dict(ended, time=run["now"], changed=bool(confirmed and confirmed.get("changed")),
                     confirmed=deploy_plan.task_result(confirmed) if confirmed else None)
+
+    def guard_fired(self, state_dir, config_id, task_vars):
+        """The guard's result when it already acted on this switch, read without touching it
+        (the rollback still needs it armed)."""
+        said = [self.read_json("%s/%s" % (state_dir.rstrip("/"), name), task_vars) for name in (guard.PENDING, guard.RESULT)]
+        return guard.fired_on(config_id, *said)
+
+    def read_json(self, path, task_vars):
+        """A JSON file of the host, or None when it is missing or unreadable."""
+        answer = self.call("ansible.builtin.slurp", {"src": path}, task_vars)
+        try:
+            return json.loads(base64.b64decode(answer["content"]))
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def run_facts(self, args):
         """What the gates saw, in deploy_plan.outcome's words."""

@@ -40,6 +40,10 @@ GUARD_ACTED = "guard_acted_first"
 # A task failed after the restart, outside the gates (the rollback's restore, say): what runs
 # is not known; the host's guard, still armed, restores the known-good at its deadline.
 AFTER_RESTART = "failed_after_restart"
+# A task of the switch failed after the restart, outside the gates (a module error, a host that
+# refused a command): the service it restarted is not proven, so it is rolled back; the
+# configuration is not to blame, so it is not remembered (a re-run tries it again).
+TASK_FAILED = "task_failed"
 
 
 class PlanError(ValueError):
@@ -389,7 +393,8 @@ def _decide(the_plan, run):
         return _ended(ROLLED_BACK, perf["verdict"], True, perf=perf, gate=gate)
     if run.get("failure"):
         # A task failed on its own (not a gate): a service it restarted is not proven.
-        return _ended(ROLLED_BACK if restarted else FAILED, None, restarted, run["failure"], perf, gate)
+        return _ended(ROLLED_BACK if restarted else FAILED, TASK_FAILED if restarted else None, restarted,
+                      run["failure"], perf, gate)
     return _ended(DEPLOYED if restarted else UNCHANGED, None, False, perf=perf, gate=gate)
 
 
@@ -429,8 +434,9 @@ def outcome(the_plan, run):
     # stopped before it restarted anything. (Back into a gateway's rotation then; after a
     # rollback, once the known-good is healthy.)
     ended["serves"] = ended["outcome"] in (DEPLOYED, UNCHANGED) or (ended["outcome"] == FAILED and not ended["rollback"])
-    # (A switch the guard undid only because its deadline came first did not fail: not remembered.)
-    ended["remember"] = ended["outcome"] == ROLLED_BACK and ended["cause"] != GUARD_ACTED
+    # (A switch the guard undid only because its deadline came first, or one a failed task undid,
+    # did not fail by its configuration: not remembered.)
+    ended["remember"] = ended["outcome"] == ROLLED_BACK and ended["cause"] not in (GUARD_ACTED, TASK_FAILED)
     ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")
     ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged")
     ended["deployed_perf"] = deployed_perf(ended, run) if ended["record_deployed"] else None

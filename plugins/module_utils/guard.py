@@ -74,6 +74,15 @@ def decide(pending, reason, now):
         pending.get("variant", "?").upper(), pending.get("phase", "gate"), clock(float(pending.get("deadline") or 0)))
 
 
+def fired_on(config_id, pending, result):
+    """The guard's result when it already acted on the switch `config_id` (nothing pending any
+    more), else None. `pending` and `result`: the state folder's PENDING and RESULT, or None."""
+    if pending or not config_id:
+        return None
+    result = result or {}
+    return result if (result.get("pending") or {}).get("config_id") == config_id else None
+
+
 def said(result):
     """The sentence the next deploy, status.yml and rollback.yml repeat about a guard that acted."""
     if not result:

@@ -234,20 +234,13 @@ def arm(module, params):
                     % (params["unit"], (params["variant"] or "the switch").upper(), guard.clock(deadline)))
 
 
-def fired_on(params, pending, result):
-    """The guard's result when it already acted on this switch (nothing pending any more)."""
-    if pending or not params["config_id"]:
-        return None
-    return result if (result.get("pending") or {}).get("config_id") == params["config_id"] else None
-
-
 def disarm(module, params):
     if not os.path.isdir(params["state_dir"]):   # check mode on a host the deploy has not prepared
         return dict(changed=False, pending=None, fired=None, said=None)
     # Read under the guard's lock: a guard run that holds it may be restoring this very switch.
     with guard.Locked(params["state_dir"]):
         pending = guard.read_pending(params["state_dir"])
-        fired = fired_on(params, pending, guard.read_result(params["state_dir"]) or {})
+        fired = guard.fired_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
         if fired or module.check_mode or pending is None:
             return dict(changed=False if fired else pending is not None, pending=pending, fired=fired,
                         said=guard.said(fired) if fired else None)

@@ -21,6 +21,11 @@ description:
     (M(inferops.sglang.sglang_guard) C(state=disarmed)) - the task is then changed, as the host's pending record is
     gone. When the guard had already restored the known-good (its deadline came first), says so (cause
     C(guard_acted_first)) instead; nothing is recorded.
+  - A task that failed after the restart, outside the gates (a module error, a host that refused a command), ends
+    C(rolled_back) with cause C(task_failed), its message quoted in the diagnosis; the configuration is not
+    remembered as rolled back, so a re-run tries it again. When the guard had already restored the known-good
+    (the host was gone past its deadline), the cause is C(guard_acted_first); the guard's files are only read
+    then, as the rollback still needs it armed.
   - Runs on the controller (an action plugin); only the confirmation goes to the host.
 author:
   - inferops maintainers (@inferops)
@@ -118,7 +123,7 @@ outcome:
   type: str
   sample: rolled_back
 cause:
-  description: Why (the gate's cause, C(slower_than_baseline), C(bad_argument), C(guard_acted_first), ...); null.
+  description: Why (the gate's cause, C(slower_than_baseline), C(bad_argument), C(guard_acted_first), C(task_failed), ...); null.
   returned: success
   type: str
   sample: kv_pool_oom

@@ -266,7 +266,7 @@ OUTCOMES = [
     ("perf measured only (gate off): slower is kept", SWITCH, {"perf": SLOW}, ("deployed", None, False, True)),
     ("perf skipped", SWITCH, {"perf_gate": GATED, "perf": SKIPPED}, ("deployed", None, False, True)),
     ("a task failed after the restart: not proven, rolled back", SWITCH, {"failure": "boom", "gate": None},
-     ("rolled_back", None, True, False)),
+     ("rolled_back", "task_failed", True, False)),
     ("a task failed before the restart: failed, nothing to roll back", SWITCH,
      {"failure": "could not write", "restarted": False, "gate": None}, ("failed", None, False, False)),
     ("the guard restored the known-good first: undone, nothing left to roll back", SWITCH,
@@ -281,8 +281,9 @@ def test_outcome(the_plan, over, expected):
     got = dp.outcome(the_plan, run(**over))
     assert (got["outcome"], got["cause"], got["rollback"], got["ok"]) == expected
     assert got["outcome"] in dp.OUTCOMES
-    # (A switch undone only because the guard's deadline came first did not fail: not remembered.)
-    assert got["remember"] is (got["outcome"] == "rolled_back" and got["cause"] != dp.GUARD_ACTED)
+    # (A switch undone only because the guard's deadline came first, or because a task failed,
+    # did not fail by its configuration: not remembered.)
+    assert got["remember"] is (got["outcome"] == "rolled_back" and got["cause"] not in (dp.GUARD_ACTED, dp.TASK_FAILED))
     assert got["record"] is None or got["outcome"] != "rolled_back" or got["remember"]
 
 
@@ -343,14 +344,13 @@ def test_converged_host_records_nothing_new():
                                    "secrets": sha1(DESIRED["secrets"])}}}),
     (SWITCH, {"gate": OOM}, {"config_id": SWITCH["config_id"], "rolled_back": {
         "time": "2026-12-01T00:00:00Z", "variant": "ddtree", "cause": "kv_pool_oom", "release": "/opt/sglang/releases/r"}}),
-    (SWITCH, {"failure": "boom", "gate": None}, {"config_id": SWITCH["config_id"], "rolled_back": {
-        "time": "2026-12-01T00:00:00Z", "variant": "ddtree", "cause": "?", "release": "/opt/sglang/releases/r"}}),
+    (SWITCH, {"failure": "boom", "gate": None}, None),
     (CONVERGED, {"restarted": False, "gate": None}, None),
     (STOPPED, {"restarted": False}, None),
     (SWITCH, {"validation": REJECTED, "restarted": False, "gate": None}, None),
     (SWITCH, {"check_mode": True, "gate": SKIPPED, "restarted": False}, None),
 ], ids=["deployed: what runs now", "rolled back: this configuration, with the gate's cause",
-        "rolled back after a failed task: cause unknown", "converged: nothing new", "not retried: nothing",
+        "rolled back after a failed task: not the configuration's fault, nothing", "converged: nothing new", "not retried: nothing",
         "rejected: nothing", "check mode: nothing"])
 def test_host_record(the_plan, over, expected):
     assert dp.outcome(the_plan, run(**over))["record"] == expected

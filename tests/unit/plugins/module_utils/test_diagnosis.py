@@ -130,3 +130,12 @@ def test_a_switch_the_guard_undid_first_is_said_in_one_line():
 def test_a_failure_after_the_restart_does_not_claim_the_service_was_left_alone():
     said = sglang_diagnosis("ct200", "ddtree", "failed", "the known-good is incomplete: ...", cause="failed_after_restart")
     assert said == "ct200: ddtree deploy failed after the restart, what runs is not known: the known-good is incomplete: ..."
+
+
+def test_a_task_that_failed_after_the_restart_is_quoted_in_the_headline_before_the_rollback():
+    said = sglang_diagnosis("ct200", "ddtree", "rolled_back", "Failed to exec: container state improper", None, None,
+                            {"state": "healthy", "elapsed": 3.21}, "NEXTN", cause="task_failed")
+    assert said.splitlines() == [
+        "ct200: DDTREE deploy rolled back: a task failed after the restart, outside the gates: Failed to exec: "
+        "container state improper",
+        "  rolled back to NEXTN: healthy in 3.2 s"]

@@ -100,3 +100,14 @@ def test_an_older_record_without_hashes_is_checked_for_its_files(tmp_path):
     assert host_state.known_good_problem(str(state), "sglang.service") == \
         "incomplete: missing secrets.yaml, sglang.env in %s" % kg
     assert host_state.known_good_problem(str(tmp_path / "none"), "sglang.service") is None
+
+
+@pytest.mark.parametrize("pending, result, fired", [
+    (None, {"pending": {"config_id": "abc"}, "healthy": True}, True),
+    ({"config_id": "abc"}, {"pending": {"config_id": "abc"}}, False),
+    (None, {"pending": {"config_id": "old"}, "healthy": True}, False),
+    (None, None, False),
+], ids=["it acted on this switch", "still pending: not yet", "it acted on an earlier switch", "it never acted"])
+def test_fired_on_says_whether_the_guard_already_acted_on_this_switch(pending, result, fired):
+    assert (guard.fired_on("abc", pending, result) is not None) is fired
+    assert guard.fired_on("", pending, result) is None

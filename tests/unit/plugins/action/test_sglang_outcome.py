@@ -1,0 +1,60 @@
+"""sglang_outcome's action plugin after a task failed past the restart: it reads the host's
+guard files (never disarms the guard: the rollback still needs it) and says guard_acted_first
+when the guard already restored the known-good, else task_failed (a rollback, not remembered)."""
+from __future__ import annotations
+
+import base64
+import json
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.action.sglang_outcome import ActionModule
+
+PLAN = {"converged": False, "stop": None, "config_id": "c0ffee", "perf_gate": {}}
+ARGS = {"plan": PLAN, "variant": "ddtree", "version": "0.5.23", "release": "/opt/sglang/releases/r",
+        "unit": "sglang.service", "state_dir": "/etc/sglang/", "validation": {"rc": 0}, "restart": {"changed": True},
+        "gate": None, "perf": None, "baseline": None, "failure": "Failed to exec: container state improper",
+        "guard": {"changed": True, "deadline_at": "2026-12-04 12:00:00 UTC"}, "fail_on_rollback": True}
+ACTED = {"pending": {"config_id": "c0ffee", "variant": "ddtree"}, "why": "the controller did not confirm DDTREE's gate",
+         "time": 1796300040.0, "restored": "nextn", "healthy": True, "seconds": 4.2}
+
+
+def slurped(files):
+    """ansible.builtin.slurp's answers for the host's files {path: data}; a missing one fails."""
+    def answer(module, module_args, task_vars):
+        assert module == "ansible.builtin.slurp", "only reads: %s %s" % (module, module_args)
+        data = files.get(module_args["src"])
+        if data is None:
+            return {"failed": True, "msg": "file not found: %s" % module_args["src"]}
+        return {"content": base64.b64encode(json.dumps(data).encode()).decode()}
+    return answer
+
+
+def decide(files, **over):
+    task = MagicMock(args={}, async_val=0, check_mode=False, diff=False)
+    plugin = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
+                          shared_loader_obj=None)
+    plugin.call = MagicMock(side_effect=slurped(files))
+    return plugin.decide(dict(ARGS, **over), {}), plugin.call
+
+
+@pytest.mark.parametrize("files, cause, rollback", [
+    ({"/etc/sglang/pending.json": {"config_id": "c0ffee"}}, "task_failed", True),
+    ({}, "task_failed", True),
+    ({"/etc/sglang/guard.json": dict(ACTED, pending={"config_id": "earlier"})}, "task_failed", True),
+    ({"/etc/sglang/guard.json": ACTED}, "guard_acted_first", False),
+], ids=["the guard still waits: rolled back", "no guard files: rolled back",
+        "the guard acted on an earlier switch: rolled back", "the guard acted on this switch: undone, no rollback"])
+def test_a_task_failed_after_the_restart(files, cause, rollback):
+    got, call = decide(files)
+    assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == ("rolled_back", cause, rollback, False)
+    assert got["confirmed"] is None and not got["changed"]
+    assert sorted(c.args[1]["src"] for c in call.call_args_list) == ["/etc/sglang/guard.json",
+                                                                     "/etc/sglang/pending.json"]
+
+
+def test_a_failed_gate_reads_nothing_of_the_guard():
+    got, call = decide({}, failure="", gate={"state": "failed", "cause": "kv_pool_oom", "elapsed": 2.0})
+    assert (got["outcome"], got["cause"], got["remember"]) == ("rolled_back", "kv_pool_oom", True)
+    assert not call.called
