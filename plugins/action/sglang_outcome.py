@@ -43,9 +43,10 @@ class ActionModule(DecisionAction):
         ended = deploy_plan.outcome(the_plan, run)
         confirmed = None
         guarded = deploy_plan.ran(args["guard"]) and not self._task.check_mode
-        if guarded and ended["cause"] == deploy_plan.TASK_FAILED:
-            # The task may have failed because the host was gone past the guard's deadline (frozen,
-            # unreachable): the guard restored the known-good then, and that is how it ended.
+        if guarded and ended["rollback"]:
+            # A gate or a task may have failed because the host was gone past the guard's deadline
+            # (frozen, unreachable): the guard restored the known-good then, so whatever the gates
+            # saw after the thaw was that restore, and the guard's act is how the switch ended.
             fired = self.guard_fired(args["state_dir"], the_plan["config_id"], task_vars)
             if fired:
                 ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=fired))

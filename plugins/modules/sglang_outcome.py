@@ -23,9 +23,11 @@ description:
     C(guard_acted_first)) instead; nothing is recorded.
   - A task that failed after the restart, outside the gates (a module error, a host that refused a command), ends
     C(rolled_back) with cause C(task_failed), its message quoted in the diagnosis; the configuration is not
-    remembered as rolled back, so a re-run tries it again. When the guard had already restored the known-good
-    (the host was gone past its deadline), the cause is C(guard_acted_first); the guard's files are only read
-    then, as the rollback still needs it armed.
+    remembered as rolled back, so a re-run tries it again.
+  - Before any rollback of a guarded switch (a failed gate, a slow variant, a failed task), reads the guard's
+    files without touching them (the rollback still needs it armed). When the guard had already restored the
+    known-good (the host was gone past its deadline: what the gates saw after was that restore), the cause is
+    C(guard_acted_first) and nothing is rolled back or remembered.
   - Runs on the controller (an action plugin); only the confirmation goes to the host.
 author:
   - inferops maintainers (@inferops)

@@ -1,6 +1,7 @@
-"""sglang_outcome's action plugin after a task failed past the restart: it reads the host's
-guard files (never disarms the guard: the rollback still needs it) and says guard_acted_first
-when the guard already restored the known-good, else task_failed (a rollback, not remembered)."""
+"""sglang_outcome's action plugin before a rollback of a guarded switch (a task failed past the
+restart, a gate failed, the variant was slow): it reads the host's guard files (never disarms
+the guard: the rollback still needs it) and says guard_acted_first when the guard already
+restored the known-good, else the gate's cause or task_failed."""
 from __future__ import annotations
 
 import base64
@@ -54,7 +55,35 @@ def test_a_task_failed_after_the_restart(files, cause, rollback):
                                                                      "/etc/sglang/pending.json"]
 
 
-def test_a_failed_gate_reads_nothing_of_the_guard():
-    got, call = decide({}, failure="", gate={"state": "failed", "cause": "kv_pool_oom", "elapsed": 2.0})
+GATES = {
+    "health gate failed": dict(failure="", gate={"state": "failed", "cause": "kv_pool_oom", "elapsed": 2.0}),
+    "slower than the known-good": dict(
+        failure="", gate={"state": "healthy", "elapsed": 6.8},
+        plan=dict(PLAN, perf_gate={"enabled": True, "min_ratio": 0.95, "workload": {"requests": 8}}),
+        perf={"changed": False, "summary": {"output_tok_s": 100.0}, "ratio": 0.5},
+        baseline={"baseline": {"output_tok_s": 200.0, "source": "measured"}, "error": ""}),
+}
+
+
+@pytest.mark.parametrize("gate", sorted(GATES))
+@pytest.mark.parametrize("files, acted", [
+    ({}, False),
+    ({"/etc/sglang/guard.json": ACTED}, True),
+], ids=["the guard did not act", "the guard acted on this switch (frozen past its deadline)"])
+def test_a_failed_gate_of_a_guarded_switch(gate, files, acted):
+    """What the gates saw after the guard restored the known-good was that restore: the
+    switch ended by the guard, not by the gate (the lab's paused host showed it)."""
+    got, call = decide(files, **GATES[gate])
+    if acted:
+        assert (got["cause"], got["rollback"], got["remember"]) == ("guard_acted_first", False, False)
+    else:
+        assert got["cause"] != "guard_acted_first" and got["rollback"] and got["remember"], got
+    assert got["outcome"] == "rolled_back"
+    assert sorted(c.args[1]["src"] for c in call.call_args_list) == ["/etc/sglang/guard.json",
+                                                                     "/etc/sglang/pending.json"]
+
+
+def test_an_unguarded_failed_gate_reads_nothing_of_the_guard():
+    got, call = decide({}, guard=None, **GATES["health gate failed"])
     assert (got["outcome"], got["cause"], got["remember"]) == ("rolled_back", "kv_pool_oom", True)
     assert not call.called
