@@ -17,7 +17,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
-from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import row
+from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import artifact, row
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import read_json
 
 
@@ -71,13 +71,15 @@ class ActionModule(ActionBase):
                 write_atomically(paths[-1], content)
         except OSError as exc:
             raise AnsibleActionFail("could not write the report in %s: %s" % (folder, exc))
-        summary = row(report)
+        summary = row(dict({"host": task_vars.get("inventory_hostname")}, **report))
         # The fact says which deploy wrote it and whether it ended well (a later play reads it: the
         # rest of a class after its canary, deploy.yml's last play).
         ok = boolean(args.get("ok", not boolean(args.get("fail", False), strict=True)), strict=True)
         fact = dict(summary, deploy=str(args["deploy"]) if args.get("deploy") else None, ok=ok, msg=args["text"])
+        # (ansible_stats: the job's artifacts, as set_stats gives them; Ansible keeps them only
+        # from a task that did not fail, hence `fail` is best left to a task of its own.)
         result.update(changed=False, paths=paths, msg=args["text"], summary=summary, dir=top,
-                      ansible_facts={"sglang_deploy": fact})
+                      ansible_facts={"sglang_deploy": fact}, ansible_stats=artifact(summary))
         if boolean(args.get("fail", False), strict=True):
             result["failed"] = True
         return result

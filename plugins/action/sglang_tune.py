@@ -15,7 +15,7 @@ import time
 
 from ansible.errors import AnsibleActionFail
 from ansible_collections.inferops.sglang.plugins.action.sglang_report import write_atomically
-from ansible_collections.inferops.sglang.plugins.module_utils import tune
+from ansible_collections.inferops.sglang.plugins.module_utils import fleet_summary, tune
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
 
 
@@ -71,8 +71,9 @@ class ActionModule(DecisionAction):
                                "bounds": args["bounds"], "min_context": args["min_context"], "attempts": attempts,
                                "stopped": planned["stopped"], "seconds": round(time.time() - args["started"], 1),
                                "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        out = {"result": data, "table": tune.table([data]).splitlines(), "path": None,
-               "summary": tune.summary_row(task_vars.get("inventory_hostname"), data, time.time() - args["started"])}
+        summary = tune.summary_row(task_vars.get("inventory_hostname"), data, time.time() - args["started"])
+        out = {"result": data, "table": tune.table([data]).splitlines(), "path": None, "summary": summary,
+               "ansible_stats": fleet_summary.artifact(summary)}
         if args["dir"] and not self._task.check_mode:
             folder = os.path.abspath(os.path.expanduser(args["dir"]))
             path = os.path.join(folder, "%s.json" % args["host_class"])

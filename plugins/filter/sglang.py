@@ -12,7 +12,7 @@ __metaclass__ = type
 # Each filter has its own documentation beside this file: plugins/filter/<filter>.yml.
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, diagnosis, release
+from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, diagnosis, fleet_summary, release
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import settle_baseline
 
 
@@ -83,11 +83,14 @@ def sglang_deploy_diagnosis(result, host, rollback=None):
     return diagnosis.deploy_diagnosis(_plain(result), str(host), _plain(rollback) or {})
 
 
-def sglang_rollback_result(rollback, host, unit):
-    """A rollback's last word, {ok, msg} (diagnosis.rollback_result); `rollback.restored` false:
-    the known-good already served and was left alone."""
+def sglang_rollback_result(rollback, host, unit, host_class=None):
+    """A rollback's last word, {ok, msg} (diagnosis.rollback_result), and its row of the job's
+    artifacts (fleet_summary.rollback_row); `rollback.restored` false: the known-good already
+    served and was left alone."""
     rollback = _plain(rollback) or {}
-    return diagnosis.rollback_result(rollback, str(host), str(unit), bool(rollback.get("restored", True)))
+    restored = bool(rollback.get("restored", True))
+    said = diagnosis.rollback_result(rollback, str(host), str(unit), restored)
+    return dict(said, row=fleet_summary.rollback_row(str(host), host_class, rollback, restored, said))
 
 
 class FilterModule(object):

@@ -330,7 +330,7 @@ def rollback_plan(facts, host, unit, unit_path, state_dir):
     else:
         serving = bool(facts.get("healthy")) and (facts.get("checksums") or {}).get(unit_path) == kept.get(unit)
     # A pending switch is restored whatever it answers: it never passed its gates.
-    return {"restore": not serving or bool(facts.get("pending"))}
+    return {"restore": not serving or bool(facts.get("pending")), "known_good": record.get("variant")}
 
 
 def would_change(write, write_paths, restart, unit, adopt=None):

@@ -36,6 +36,31 @@ def row(report):
             "seconds": report.get("seconds")}
 
 
+# The key of the job's artifacts (set_stats data, which ansible-runner and AWX keep) that maps
+# each host to its fleet-summary row.
+ARTIFACT = "sglang_outcomes"
+
+
+def artifact(data):
+    """What a task returns as `ansible_stats` (as ansible.builtin.set_stats does, aggregated over
+    the run's hosts) so that a job's artifacts say how each host ended: {ARTIFACT: {host: row}}.
+    A later row of the same host (a tune's after its tries) replaces the earlier one."""
+    return {"data": {ARTIFACT: {data["host"]: data}}, "per_host": False, "aggregate": True}
+
+
+def rollback_row(host, host_class, rollback, restored, said):
+    """playbooks/rollback.yml's row for the job's artifacts: `left_alone` (the known-good already
+    served, healthy), `restored`, or `failed` (the known-good is not healthy: the line that says
+    so is the cause). `rollback` and `restored` as for diagnosis.rollback_result, `said` its
+    result."""
+    known_good = (rollback.get("known_good") or "").lower() or None
+    outcome = "left_alone" if not restored else ("restored" if said["ok"] else "failed")
+    last = (said.get("msg") or "").strip().splitlines()
+    return {"host": host, "class": host_class or None, "before": None, "after": known_good if said["ok"] else None,
+            "variant": known_good, "outcome": outcome, "cause": None if said["ok"] else (last[-1][:120] if last else None),
+            "ratio": None, "seconds": (rollback.get("gate") or {}).get("elapsed")}
+
+
 def cause(report):
     """The report's cause; a canary's later variant also says why the ladder came down to it."""
     said = [report["cause"]] if report.get("cause") else []

@@ -55,6 +55,10 @@ restore:
   description: The known-good service must be restored (else it already serves, healthy).
   returned: success
   type: bool
+known_good:
+  description: The known-good service's variant, from its record (null when the record does not name it).
+  returned: success
+  type: str
 ansible_facts:
   description: C(sglang), the read.
   returned: success

@@ -43,6 +43,14 @@ def test_a_written_report_returns_the_fleet_row_as_result_and_fact(tmp_path):
     # The fact also says which deploy wrote it and whether it ended well (a class's rest reads its canary's).
     assert got["ansible_facts"] == {"sglang_deploy": dict(got["summary"], deploy="deploy-1", ok=True, msg="t")}
     assert got["dir"] == str(tmp_path)
+    # The job's artifacts (set_stats data): the host's row, merged over the run's hosts.
+    assert got["ansible_stats"] == {"data": {"sglang_outcomes": {"ct200": got["summary"]}}, "per_host": False,
+                                    "aggregate": True}
+
+
+def test_a_report_without_its_host_is_the_inventory_hosts(tmp_path):
+    got = run({"dir": str(tmp_path), "name": "ddtree", "report": {"outcome": "deployed"}, "text": "t"}, host="ct129")
+    assert got["summary"]["host"] == "ct129" and list(got["ansible_stats"]["data"]["sglang_outcomes"]) == ["ct129"]
 
 
 def test_a_deploy_under_way_is_the_latest_report_but_not_history_and_its_own_report_replaces_it(tmp_path):

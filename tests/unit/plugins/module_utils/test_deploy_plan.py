@@ -448,7 +448,8 @@ KEPT = {"sglang-qwen.service": "u", "qwen": "e"}
         "adopted: ours runs instead", "adopted: the hand-made unit serves, ours stopped", "adopted: a file changed"])
 def test_rollback_plan(read, restore):
     check = {"host": "ct200", "unit": "sglang.service", "unit_path": UNIT, "state_dir": "/etc/sglang"}
-    assert dp.rollback_plan(facts(known_good=True, **read), **check) == {"restore": restore}
+    # (The known-good's variant: the job's artifacts name what the host serves after a rollback.)
+    assert dp.rollback_plan(facts(known_good=True, **read), **check) == {"restore": restore, "known_good": "nextn"}
 
 
 def test_rollback_without_a_known_good_says_so():

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.filter.sglang import sglang_rollback_result
+from ansible_collections.inferops.sglang.plugins.module_utils import fleet_summary
 from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import after, failed_row, lines, row
 
 KEPT = {"host": "ct200", "class": "blackwell", "before": "nextn", "variant": "ddtree", "outcome": "deployed",
@@ -53,3 +55,20 @@ def test_a_canary_down_its_variant_ladder_says_why_in_the_cause():
     failed = dict(kept, outcome="rolled_back", cause="cuda_graph_failed", ladder="ddtree rolled back (kv_pool_oom)")
     assert row(failed)["cause"] == "cuda_graph_failed; after ddtree rolled back (kv_pool_oom)"
     assert row(dict(kept, ladder=""))["cause"] is None
+
+
+@pytest.mark.parametrize("rollback, restored, expected", [
+    ({"gate": {"state": "healthy", "elapsed": 5.7}, "known_good": "NEXTN", "leftovers": {}}, True,
+     ("restored", "nextn", None, 5.7)),
+    ({"gate": {}, "known_good": "NEXTN", "leftovers": {"released": False, "msg": "PID 7 holds 20000 MiB on GPU 0"}},
+     True, ("failed", None, "ct129: rolled back to NEXTN: restored but NOT STARTED - PID 7 holds 20000 MiB on GPU 0",
+            None)),
+    ({"known_good": "NEXTN"}, False, ("left_alone", "nextn", None, None)),
+], ids=["restored", "not started: failed, with the line that says so", "left alone"])
+def test_a_rollback_row_for_the_jobs_artifacts(rollback, restored, expected):
+    said = sglang_rollback_result(dict(rollback, restored=restored), "ct129", "sglang.service", "a6000")
+    row = said["row"]
+    assert (row["outcome"], row["after"], row["cause"], row["seconds"]) == expected
+    assert (row["host"], row["class"], said["ok"]) == ("ct129", "a6000", expected[0] != "failed")
+    wanted = {"data": {"sglang_outcomes": {"ct129": row}}, "per_host": False, "aggregate": True}
+    assert fleet_summary.artifact(row) == wanted
