@@ -21,7 +21,7 @@ description:
   - Returns the host's row of the fleet summary as RV(summary) and as the fact
     C(sglang_deploy) (so a later play, a class's other hosts after its canary, reads how
     this host's deploy ended); the P(inferops.sglang.fleet_summary#callback) callback prints it.
-  - Returns the same row as the job's artifacts, as M(ansible.builtin.set_stats) does (C(aggregate=true),
+  - Returns the same row as the job's artifacts, as C(ansible.builtin.set_stats) does (C(aggregate=true),
     C(per_host=false)) - C(sglang_outcomes), a mapping of each host to its row - which ansible-runner writes
     with the job's events and an AWX workflow branches on. Ansible keeps them only from a task that did not
     fail, so a deploy that must fail its host fails it in a task of its own, after this one (O(fail) would

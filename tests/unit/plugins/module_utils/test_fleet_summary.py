@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.filter.sglang import sglang_rollback_result
-from ansible_collections.inferops.sglang.plugins.module_utils import fleet_summary
+from ansible_collections.inferops.sglang.plugins.module_utils import diagnosis, fleet_summary
 from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import after, failed_row, lines, row
 
 KEPT = {"host": "ct200", "class": "blackwell", "before": "nextn", "variant": "ddtree", "outcome": "deployed",
@@ -66,8 +65,9 @@ def test_a_canary_down_its_variant_ladder_says_why_in_the_cause():
     ({"known_good": "NEXTN"}, False, ("left_alone", "nextn", None, None)),
 ], ids=["restored", "not started: failed, with the line that says so", "left alone"])
 def test_a_rollback_row_for_the_jobs_artifacts(rollback, restored, expected):
-    said = sglang_rollback_result(dict(rollback, restored=restored), "ct129", "sglang.service", "a6000")
-    row = said["row"]
+    # (What the sglang_rollback_result filter returns as its row; a module_utils test cannot import a filter.)
+    said = diagnosis.rollback_result(rollback, "ct129", "sglang.service", restored)
+    row = fleet_summary.rollback_row("ct129", "a6000", rollback, restored, said)
     assert (row["outcome"], row["after"], row["cause"], row["seconds"]) == expected
     assert (row["host"], row["class"], said["ok"]) == ("ct129", "a6000", expected[0] != "failed")
     wanted = {"data": {"sglang_outcomes": {"ct129": row}}, "per_host": False, "aggregate": True}
