@@ -39,7 +39,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: lab-deps apt-install lab-venv setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: lab-deps apt-install lab-venv setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image ee-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean docs docs-lint package importer-venv
 
 help:  ## list the targets
@@ -170,6 +170,9 @@ lab-image: lab-deps  ## build (or reuse the cached) lab host image
 lab-up: lab-deps lab-venv lab-image  ## start the lab hosts ($$LAB_HOSTS); keeps hosts already up
 	$(LAB) up
 
+ee-image: venv lab-deps  ## the collection's execution environment, built offline by ansible-builder (cached, keyed by its inputs)
+	$(PY) lab/eectl.py build
+
 lab-down: lab-venv  ## remove the lab's containers (only those carrying the lab label)
 	$(LAB) down --all
 
@@ -243,8 +246,8 @@ molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) 
 	test -n "$(MOLECULE_SCENARIOS)"
 	for s in $(MOLECULE_SCENARIOS); do $(TEST_CLOCK) $(BIN)/molecule test -s $$s; done
 
-bench: venv lab-up lab-wheelhouse  ## benchmarks on the lab: prints a table, writes bench/results.md
-	$(PY) bench/bench.py
+bench: venv lab-up lab-wheelhouse  ## benchmarks on the lab: prints a table, writes bench/results.md (ROWS="gateway tune": those rows only)
+	$(PY) bench/bench.py $(ROWS)
 
 setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
 

@@ -825,7 +825,15 @@ def merged_results(old, measured, rows, gateway_tail, started):
     return results_text("\n".join(header), merged, gateway_tail)
 
 
+def prepare():
+    """What the rows' deploys copy and start, made (or found made: each is cached, keyed by its
+    inputs) whichever way the bench was started: `make bench` makes them first, but a row run
+    alone (`python bench/bench.py gateway`) after `make lab-up` found no wheelhouse."""
+    subprocess.run(["make", "-s", "-C", str(REPO), "lab-image", "lab-wheelhouse"], check=True)
+
+
 def main():
+    prepare()
     labctl("up", "ct129:a6000", "ct200:blackwell")
     reach_over_ssh()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
