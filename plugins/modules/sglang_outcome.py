@@ -26,7 +26,7 @@ description:
     remembered as rolled back, so a re-run tries it again.
   - Before any rollback of a guarded switch (a failed gate, a slow variant, a failed task), reads the guard's
     files without touching them (the rollback still needs it armed). When the guard had already restored the
-    known-good (the host was gone past its deadline: what the gates saw after was that restore), the cause is
+    known-good (the host was gone past its deadline, so what the gates saw after was that restore), the cause is
     C(guard_acted_first) and nothing is rolled back or remembered.
   - Runs on the controller (an action plugin); only the confirmation goes to the host.
 author:

@@ -124,8 +124,18 @@ def guard_result(host):
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
+def guard_evidence(host):
+    """What the host says of its guard and its service, for a row whose guard did not act in time."""
+    out = host.run("cat %spending.json; systemctl list-timers --all --no-pager 'sglang-guard*'; "
+                   "journalctl --no-pager -n 60 -u sglang-guard.service -u sglang.service" % STATE, check=False)
+    return out.stdout[-6000:]
+
+
 def assert_restored_by_the_guard(host, reason, kg_unit):
-    host.wait_for(lambda: guard_result(host) is not None, GUARD_WAIT_S, 0.5, "the guard's result")
+    try:
+        host.wait_for(lambda: guard_result(host) is not None, GUARD_WAIT_S, 0.5, "the guard's result")
+    except AssertionError as exc:
+        raise AssertionError("%s\n%s" % (exc, guard_evidence(host))) from None
     result = guard_result(host)
     assert (result["reason"], result["restored"], result["healthy"]) == (reason, "nextn", True), result
     assert not pending(host), "the switch is no longer pending"
