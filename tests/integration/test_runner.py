@@ -1,22 +1,54 @@
 """A deploy run as AWX runs a job: ansible_runner.run() from a private data directory laid out
-as AWX lays it out (the project, env/envvars, env/extravars, the inventory), DDTree on ct129
-(a6000: it rolls back, kv_pool_oom) and ct200 (Blackwell: kept). The job's event stream has each
-host's health gate, its artifacts (set_stats data, which AWX keeps and a workflow branches on)
-say how each host ended, and its status is failed because the a6000 canary rolled back; then
-rollback.yml as a job of its own, its artifacts saying what each host serves."""
+as AWX lays it out (a project of the user's that imports the collection's playbooks,
+env/envvars, env/extravars, env/ssh_key, the inventory), inside the collection's execution
+environment (lab/eectl.py: built by ansible-builder from lab/execution-environment/) with
+process isolation, as an execution node runs it: the EE's container on the lab network
+reaches the hosts over SSH at their addresses, with the job's key in its ssh-agent.
+
+DDTree on ct129 (a6000: it rolls back, kv_pool_oom) and ct200 (Blackwell: kept). The job's event
+stream has each host's health gate, its artifacts (set_stats data, which AWX keeps and a workflow
+branches on) say how each host ended, the fleet summary callback enabled by the project's
+ansible.cfg printed its table, and its status is failed because the a6000 canary rolled back;
+then rollback.yml as a job of its own, its artifacts saying what each host serves."""
 from __future__ import annotations
 
 import json
-import os
+import shutil
+import subprocess
+import sys
 
 import ansible_runner
 import pytest
 
-from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, run_playbook
+from lab.labctl import ssh_key
+from tests.integration.ansible_run import REPO, run_playbook
 from tests.integration.deploying import reset_service
-from tests.integration.labhost import REPORTS
+from tests.integration.labhost import ENV, PREFIX, labctl
 
 GATE = "Gate on health"
+# Where the EE has the collection (ansible-galaxy's default path in an EE).
+COLLECTION = "/usr/share/ansible/collections/ansible_collections/inferops/sglang"
+# A user's AWX project: its own ansible.cfg (the collection's callbacks enabled, as on a
+# controller) and playbooks that import the collection's.
+PROJECT_CFG = """[defaults]
+callbacks_enabled = inferops.sglang.fleet_summary, inferops.sglang.interrupt
+gathering = explicit
+inject_facts_as_vars = False
+interpreter_python = auto_silent
+
+[ssh_connection]
+pipelining = True
+ssh_args = -o ControlMaster=auto -o ControlPersist=120s
+"""
+
+
+@pytest.fixture(scope="module")
+def ee_image():
+    """The collection's EE for this checkout (built unless the cached one has the same inputs)."""
+    proc = subprocess.run([sys.executable, str(REPO / "lab" / "eectl.py"), "build"], env=ENV,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])["image"]
 
 
 @pytest.fixture
@@ -32,26 +64,42 @@ def on_nextn(lab):
 
 
 def private_data_dir(top):
-    """The job's folder as AWX prepares it: the project checkout, the environment, the extra vars."""
+    """The job's folder as AWX prepares it: the project, the inventory (the lab's group
+    variables, the hosts at their addresses), the environment, the extra vars, the key."""
     job = top / "job"
     (job / "env").mkdir(parents=True)
-    (job / "project").symlink_to(REPO, target_is_directory=True)
-    # (PATH: this checkout's ansible-playbook first, as the EE's own is on an execution node.)
-    envvars = {"PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
-               "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "INFEROPS_REPORT_DIR": str(REPORTS),
-               "CONTAINERS_CONF": str(REPO / "lab" / "containers.conf"), "ANSIBLE_NOCOLOR": "1",
-               "INFEROPS_WHEELHOUSE": os.environ.get("INFEROPS_WHEELHOUSE", str(REPO / "build" / "wheelhouse"))}
+    (job / "project").mkdir()
+    (job / "project" / "ansible.cfg").write_text(PROJECT_CFG)
+    for name in ("deploy_ddtree", "rollback"):
+        (job / "project" / ("%s.yml" % name)).write_text(
+            "---\n- name: The collection's %s\n  ansible.builtin.import_playbook: inferops.sglang.%s\n" % (name, name))
+    shutil.copytree(REPO / "inventory" / "lab" / "group_vars", job / "inventory" / "group_vars")
+    (job / "inventory" / "hosts.yml").write_text(labctl("inventory", "--network").stdout)
+    envvars = {"ANSIBLE_NOCOLOR": "1", "INFEROPS_WHEELHOUSE": "/wheelhouse",
+               "INFEROPS_PATCH_DIR": COLLECTION + "/files/patches/sglang-0.5.23-ddtree",
+               "INFEROPS_LAB_SETTLE": ENV["INFEROPS_LAB_SETTLE"]}
     (job / "env" / "envvars").write_text(json.dumps(envvars))
     # (A configuration that rolled back before on a host is retried: each run of this test gates it.)
     (job / "env" / "extravars").write_text(json.dumps({"sglang_serial": 0, "sglang_retry_rolled_back": True}))
+    # (The job's machine credential: ansible-runner puts it in the EE's ssh-agent.)
+    (job / "env" / "ssh_key").write_text(ssh_key().read_text())
     return job
 
 
-def test_a_deploy_run_by_ansible_runner_has_its_gates_in_the_events_and_each_host_in_the_artifacts(on_nextn, tmp_path):
+def in_the_ee(job, image, playbook, timeout):
+    """A job in the EE, as an execution node runs it: podman, the container on the lab network
+    (root runs podman here: --user=0 is what AWX's --userns=keep-id gives a rootless node)."""
+    return ansible_runner.run(
+        private_data_dir=str(job), playbook=playbook, limit="ct129,ct200", quiet=True, timeout=timeout,
+        process_isolation=True, process_isolation_executable="podman", container_image=image,
+        container_options=["--network=%snet" % PREFIX, "--user=0"],
+        container_volume_mounts=["%s:/wheelhouse:ro" % ENV.get("INFEROPS_WHEELHOUSE", REPO / "build" / "wheelhouse")])
+
+
+def test_a_deploy_run_by_ansible_runner_in_the_ee_has_its_gates_in_the_events_and_each_host_in_the_artifacts(
+        on_nextn, ee_image, tmp_path):
     job = private_data_dir(tmp_path)
-    run = ansible_runner.run(private_data_dir=str(job), playbook="playbooks/deploy_ddtree.yml",
-                             inventory=LAB_INVENTORY, limit="ct129,ct200",
-                             quiet=True, timeout=900)
+    run = in_the_ee(job, ee_image, "deploy_ddtree.yml", 900)
     events = list(run.events)
     said = "".join(e.get("stdout", "") + "\n" for e in events)[-4000:]
     assert (run.status, run.rc) == ("failed", 2), said
@@ -73,14 +121,18 @@ def test_a_deploy_run_by_ansible_runner_has_its_gates_in_the_events_and_each_hos
         ("ct129", "rolled_back", "kv_pool_oom", "nextn"), ("ct200", "deployed", None, "ddtree")], outcomes
     assert outcomes["ct200"]["ratio"] > 1.0 and outcomes["ct200"]["class"] == "blackwell", outcomes["ct200"]
     assert sorted(stats["failures"]) == ["ct129"] and not stats["dark"], stats
+    # The fleet summary callback ran in the EE (the project's ansible.cfg enables it).
+    assert any(line.startswith("ct200 ") and " deployed " in line for line in said.splitlines()), said
     # ... and what ansible-runner keeps on disk for AWX: the events, the status, the exit code.
     artifacts = job / "artifacts" / run.config.ident
     assert (artifacts / "status").read_text() == "failed" and (artifacts / "rc").read_text() == "2"
     assert len(list((artifacts / "job_events").glob("*.json"))) == len(events)
+    # (It ran in the EE: podman ran the image, on the lab network.)
+    command = json.loads((artifacts / "command").read_text())["command"]
+    assert command[:2] == ["podman", "run"] and ee_image in command, command
 
     # rollback.yml as a job too: ct200 back on NEXTN, ct129 (serving it, healthy) left alone.
-    back = ansible_runner.run(private_data_dir=str(job), playbook="playbooks/rollback.yml", inventory=LAB_INVENTORY,
-                              limit="ct129,ct200", quiet=True, timeout=600)
+    back = in_the_ee(job, ee_image, "rollback.yml", 600)
     events = list(back.events)
     assert (back.status, back.rc) == ("successful", 0), "".join(e.get("stdout", "") + "\n" for e in events)[-4000:]
     outcomes = next(e for e in events if e["event"] == "playbook_on_stats")["event_data"]["artifact_data"][

@@ -14,7 +14,7 @@ import pytest
 from tests.packaging.conftest import DOCS_HTML, PAGES, plugins
 
 PLUGINS = plugins()
-GUIDES = ("deploy_flow", "fleet", "guard", "configuration", "adoption", "lab", "benchmarks", "development")
+GUIDES = ("deploy_flow", "fleet", "guard", "awx", "configuration", "adoption", "lab", "benchmarks", "development")
 SHOTS = DOCS_HTML.parent / "screenshots"
 WINDOW = (1280, 1600)
 
