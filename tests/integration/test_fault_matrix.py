@@ -113,15 +113,18 @@ def test_memory_failures_on_a6000(nextn, variant, overrides, cause, fraction):
 
 
 def test_gpu_memory_left_behind_is_waited_for_before_the_known_good_starts(nextn):
-    """The failed server's GPU memory stays used for 4 s after it is gone (a driver still
-    tearing down): the rollback waits for it, then starts NEXTN into free GPUs."""
+    """The failed server's GPU memory stays used for 12 s after it is first seen gone (a driver
+    still tearing down): the rollback waits for it, then starts NEXTN into free GPUs. (The
+    linger starts when a reader of the GPUs first sees the process gone, the gate's evidence
+    included: on two busy cores a rollback came more than 4 s after that and found the memory
+    back already. 12 s leaves three times that gap.)"""
     host = nextn["ct129"]
     before = fingerprint(host)
-    faults(host, gpu_release_lag_s=4, only_algorithm="DDTREE")
+    faults(host, gpu_release_lag_s=12, only_algorithm="DDTREE")
     proc = deploy("deploy", host, sglang_variant="ddtree", sglang_check_fit=False, **RETRY)
     rep = rolled_back(proc, host, "kv_pool_oom")
     waited = re.search(r"healthy in [0-9.]+ s \(after ([0-9.]+) s for what sglang.service left behind\)", rep["diagnosis"])
-    assert waited and 3.0 <= float(waited.group(1)) < 30, rep["diagnosis"]
+    assert waited and 1.0 <= float(waited.group(1)) < 30, rep["diagnosis"]
     assert_back_to(host, before)
 
 
