@@ -124,7 +124,7 @@ class ActionModule(DecisionAction):
         if not args["canary"] or args["canary"] == host:
             return None
         report = args["canary_report"] or {}
-        if report.get("deploy") != args["deploy_id"]:
+        if report.get("deploy") not in (args["deploy_id"], canary.EARLIER):
             # (An earlier deploy's report of the same run says nothing about this one.)
             said = canary.verdict(args["canary"], None, "it ended before its report (unreachable, or interrupted)")
         else:

@@ -62,9 +62,11 @@ def sglang_prunable(found, keep, in_use):
     return release.prunable(_plain(found), keep, _plain(in_use))
 
 
-def sglang_deploy_phases(play_hosts, classes, enabled=False):
-    """Where each host deploys: its class's canary or the rest (canary.phases)."""
-    return canary.phases([str(h) for h in play_hosts], [str(c or "") for c in classes], bool(enabled))
+def sglang_deploy_phases(play_hosts, classes, enabled=False, earlier=None):
+    """Where each host deploys: its class's canary or the rest (canary.phases); `earlier`: the
+    rows of the job that deployed the canaries (sglang_canary_outcomes), or None."""
+    return canary.phases([str(h) for h in play_hosts], [str(c or "") for c in classes], bool(enabled),
+                         _plain(earlier) if earlier is not None else None)
 
 
 def sglang_install_source(install, wheelhouse=""):

@@ -20,20 +20,65 @@ SKIPPED = "skipped"
 GOES_ON = ("deployed", "unchanged", "check")
 
 
-def phases(play_hosts, classes, enabled):
-    """Where each host deploys: {host: {group, canary, class_canary}}. `classes` are the play
-    hosts' classes, in the same order (empty: no class). With the canary on, the first host of
-    each class in the play's order (the inventory's, after --limit) is its class's canary, so
-    the same inventory always picks the same host; every other host deploys with the rest and
-    knows its class's canary (`class_canary`, None with the canary off)."""
+def phases(play_hosts, classes, enabled, earlier=None):
+    """Where each host deploys: {host: {group, canary, class_canary, earlier}}. `classes` are
+    the play hosts' classes, in the same order (empty: no class). With the canary on, the first
+    host of each class in the play's order (the inventory's, after --limit) is its class's
+    canary, so the same inventory always picks the same host; every other host deploys with
+    the rest and knows its class's canary (`class_canary`, None with the canary off).
+
+    `earlier`: the rows of a job that deployed the canaries before this one ({host: row}, the
+    artifacts' sglang_outcomes; None: no such job). Then no host of this run is a canary: a
+    class's hosts all follow the canary that job deployed (`earlier`: its report, for
+    verdict()), and a class that job had no canary for follows none: its hosts are skipped.
+    So job slices, which each see only their own hosts, still move a class only after its one
+    canary kept the variant."""
+    if earlier is not None:
+        return _after_earlier(play_hosts, classes, earlier)
     first = {}
     for host, host_class in zip(play_hosts, classes):
         first.setdefault(host_class or UNCLASSED, host)
     said = {}
     for host, host_class in zip(play_hosts, classes):
         canary = first[host_class or UNCLASSED] if enabled else None
-        said[host] = {"group": CANARIES if canary == host else REST, "canary": canary == host, "class_canary": canary}
+        said[host] = {"group": CANARIES if canary == host else REST, "canary": canary == host, "class_canary": canary,
+                      "earlier": None}
     return said
+
+
+# The deploy a report of an earlier job's canary stands for (verdict() reads it as this run's).
+EARLIER = "an earlier job"
+
+
+def earlier_report(row):
+    """An earlier job's row of a canary (fleet_summary's row: outcome, cause, variant) as the
+    canary's report verdict() and the rest read: whether it kept a variant, and which."""
+    return {"outcome": row.get("outcome"), "cause": row.get("cause"), "variant": row.get("variant"),
+            "ok": row.get("outcome") in GOES_ON, "deploy": EARLIER}
+
+
+def _after_earlier(play_hosts, classes, earlier):
+    # A class's canary in that job: its one host that was not skipped (the rest of a class
+    # whose canary kept nothing were skipped), else any of its hosts.
+    canaries = {}
+    for host in sorted(earlier, key=lambda h: ((earlier[h] or {}).get("outcome") == SKIPPED, h)):
+        row = earlier[host] or {}
+        canaries.setdefault(row.get("class") or UNCLASSED, (host, row))
+    said = {}
+    for host, host_class in zip(play_hosts, classes):
+        canary, row = canaries.get(host_class or UNCLASSED, (None, None))
+        report = earlier_report(row) if row is not None else {"outcome": None, "cause": "no canary of class %s in the "
+                                                              "earlier job" % (host_class or UNCLASSED), "ok": False,
+                                                              "deploy": EARLIER}
+        # (Named as that job's: the canary itself, in a slice, deploys with the rest - converging,
+        # or skipped when it kept nothing - not as this run's canary.)
+        named = "%s, in %s" % (canary, EARLIER) if canary else NO_CANARY
+        said[host] = {"group": REST, "canary": False, "class_canary": named, "earlier": report}
+    return said
+
+
+# The class canary of a host whose class had none in the earlier job (verdict() skips it).
+NO_CANARY = "(none)"
 
 
 def _first_line(text, limit=160):
@@ -49,6 +94,10 @@ def verdict(canary, report, failure=None):
     if not canary:
         return {"go": True, "cause": None, "msg": "no class canary ran"}
     report = report or {}
+    if canary == NO_CANARY:
+        cause = report.get("cause") or "no class canary"
+        return {"go": False, "cause": cause, "msg": "%s: %s: deploy the class's canary first; this host was not touched"
+                % (SKIPPED, cause)}
     outcome = report.get("outcome")
     if outcome in GOES_ON and not failure:
         return {"go": True, "cause": None, "msg": "class canary %s %s" % (canary, outcome)}

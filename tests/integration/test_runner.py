@@ -8,8 +8,11 @@ reaches the hosts over SSH at their addresses, with the job's key in its ssh-age
 DDTree on ct129 (a6000: it rolls back, kv_pool_oom) and ct200 (Blackwell: kept). The job's event
 stream has each host's health gate, its artifacts (set_stats data, which AWX keeps and a workflow
 branches on) say how each host ended, the fleet summary callback enabled by the project's
-ansible.cfg printed its table, and its status is failed because the a6000 canary rolled back;
-then rollback.yml as a job of its own, its artifacts saying what each host serves."""
+ansible.cfg printed its table, and its status is failed because the a6000 canary rolled back.
+Then two job slices, each given that job's artifacts as an AWX workflow passes them on
+(sglang_canary_outcomes): a second a6000 host is skipped, its class canary having rolled back,
+and the Blackwell host follows its canary. Then rollback.yml as a job of its own, its artifacts
+saying what each host serves."""
 from __future__ import annotations
 
 import json
@@ -23,7 +26,7 @@ import pytest
 from lab.labctl import ssh_key
 from tests.integration.ansible_run import REPO, run_playbook
 from tests.integration.deploying import reset_service
-from tests.integration.labhost import ENV, PREFIX, labctl
+from tests.integration.labhost import ENV, PREFIX, LabHost, labctl
 
 GATE = "Gate on health"
 # Where the EE has the collection (ansible-galaxy's default path in an EE).
@@ -53,14 +56,17 @@ def ee_image():
 
 @pytest.fixture
 def on_nextn(lab):
-    """Both hosts serving NEXTN (a host that already does is left as it is: the deploy converges)."""
+    """Both hosts serving NEXTN (a host that already does is left as it is: the deploy converges),
+    and ct130, a second a6000 host with no service (a job slice's)."""
+    labctl("up", "ct130:a6000")
     proc = run_playbook("playbooks/deploy_nextn.yml", limit="ct129,ct200", extra_vars={"sglang_serial": 0})
     if proc.returncode != 0:   # whatever an earlier test left: from no service at all
         for host in lab.values():
             reset_service(host)
         proc = run_playbook("playbooks/deploy_nextn.yml", limit="ct129,ct200", extra_vars={"sglang_serial": 0})
     assert proc.returncode == 0, proc.stdout[-3000:]
-    return lab
+    yield lab
+    labctl("down", "ct130")
 
 
 def private_data_dir(top):
@@ -86,11 +92,12 @@ def private_data_dir(top):
     return job
 
 
-def in_the_ee(job, image, playbook, timeout):
+def in_the_ee(job, image, playbook, timeout, limit="ct129,ct200", extravars=None):
     """A job in the EE, as an execution node runs it: podman, the container on the lab network
     (root runs podman here: --user=0 is what AWX's --userns=keep-id gives a rootless node)."""
+    extravars = dict(json.loads((job / "env" / "extravars").read_text()), **(extravars or {}))
     return ansible_runner.run(
-        private_data_dir=str(job), playbook=playbook, limit="ct129,ct200", quiet=True, timeout=timeout,
+        private_data_dir=str(job), playbook=playbook, limit=limit, extravars=extravars, quiet=True, timeout=timeout,
         process_isolation=True, process_isolation_executable="podman", container_image=image,
         container_options=["--network=%snet" % PREFIX, "--user=0"],
         container_volume_mounts=["%s:/wheelhouse:ro" % ENV.get("INFEROPS_WHEELHOUSE", REPO / "build" / "wheelhouse")])
@@ -130,6 +137,23 @@ def test_a_deploy_run_by_ansible_runner_in_the_ee_has_its_gates_in_the_events_an
     # (It ran in the EE: podman ran the image, on the lab network.)
     command = json.loads((artifacts / "command").read_text())["command"]
     assert command[:2] == ["podman", "run"] and ee_image in command, command
+
+    # Job slices after the canaries' job, as an AWX workflow runs them: each slice sees only its
+    # hosts and gets that job's artifacts (sglang_canary_outcomes). A6000's ct130 is skipped, as its
+    # class canary (ct129, not in the slice) rolled back; Blackwell's ct200 follows its canary's DDTREE.
+    slices = (("ct200", ("unchanged", None, "ddtree")),
+              ("ct130", ("skipped", "class canary rolled back (kv_pool_oom)", None)))
+    for slice_, (outcome, cause, after) in slices:
+        sliced = in_the_ee(job, ee_image, "deploy_ddtree.yml", 600, limit=slice_,
+                           extravars={"sglang_canary_outcomes": outcomes})
+        events = list(sliced.events)
+        said = "".join(e.get("stdout", "") + "\n" for e in events)[-4000:]
+        assert (sliced.status, sliced.rc) == ("successful", 0), said
+        row = next(e for e in events if e["event"] == "playbook_on_stats")["event_data"]["artifact_data"][
+            "sglang_outcomes"][slice_]
+        assert (row["outcome"], row["cause"], row["after"]) == (outcome, cause, after), row
+    assert json.loads(on_nextn["ct200"].run("cat /etc/sglang/deployed.json").stdout)["variant"] == "ddtree"
+    assert LabHost("ct130").run("test -e /etc/systemd/system/sglang.service", check=False).returncode != 0, "untouched"
 
     # rollback.yml as a job too: ct200 back on NEXTN, ct129 (serving it, healthy) left alone.
     back = in_the_ee(job, ee_image, "rollback.yml", 600)

@@ -15,7 +15,8 @@ FAILED = {"outcome": "failed", "cause": "ct129: PID 7 holds memory on GPU 0", "d
 
 def test_the_phases_filter_takes_the_play_hosts_and_their_classes():
     got = sglang_deploy_phases(["ct129", "ct130"], ["a6000", None], True)
-    assert got["ct130"] == {"canary": True, "class_canary": "ct130", "group": "sglang_deploy_canary"}, "no class"
+    assert got["ct130"] == {"canary": True, "class_canary": "ct130", "group": "sglang_deploy_canary",
+                            "earlier": None}, "no class"
     assert got["ct129"]["canary"] and not sglang_deploy_phases(["ct129"], ["a6000"])["ct129"]["canary"]
 
 
@@ -25,8 +26,11 @@ def test_the_phases_filter_takes_the_play_hosts_and_their_classes():
     (FAILED, "class canary failed (ct129: PID 7 holds memory on GPU 0)"),
     (dict(KEPT, deploy="deploy-1"), "class canary failed (it ended before its report (unreachable, or interrupted))"),
     (None, "class canary failed (it ended before its report (unreachable, or interrupted))"),
+    (dict(KEPT, deploy="an earlier job"), None),
+    (dict(ROLLED, deploy="an earlier job"), "class canary rolled back (kv_pool_oom)"),
 ], ids=["kept", "rolled back", "failed before its switch (its rescue's report)",
-        "an earlier deploy's report does not count", "no report at all"])
+        "an earlier deploy's report does not count", "no report at all",
+        "the canary job's row (sglang_canary_outcomes): kept", "the canary job's row: rolled back"])
 def test_the_verdict_reads_the_canary_this_deploy_ran(report, cause):
     got = ActionModule.canary_verdict("ct130", {"canary": "ct129", "canary_report": report, "deploy_id": "deploy-2"})
     if cause is None:
@@ -39,3 +43,13 @@ def test_the_verdict_reads_the_canary_this_deploy_ran(report, cause):
 @pytest.mark.parametrize("canary", ["ct129", ""], ids=["the canary itself", "canary off"])
 def test_the_canary_and_a_deploy_without_canary_go_on(canary):
     assert ActionModule.canary_verdict("ct129", {"canary": canary, "canary_report": None, "deploy_id": ""}) is None
+
+
+def test_the_phases_filter_takes_an_earlier_jobs_rows():
+    rows = {"ct129": {"class": "a6000", "outcome": "deployed", "variant": "ddtree"}}
+    got = sglang_deploy_phases(["ct130"], ["a6000"], True, rows)["ct130"]
+    assert (got["group"], got["class_canary"], got["earlier"]["ok"]) == (
+        "sglang_deploy_rest", "ct129, in an earlier job", True)
+    verdict = ActionModule.canary_verdict("ct130", {"canary": got["class_canary"], "canary_report": got["earlier"],
+                                                    "deploy_id": "d"})
+    assert verdict is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.canary import (
-    CANARIES, REST, phases, verdict,
+    CANARIES, NO_CANARY, REST, phases, verdict,
 )
 
 PLAY = ["ct129", "ct130", "ct200", "ct201", "ct300"]
@@ -51,3 +51,39 @@ def test_verdict_lets_the_class_go_on_only_after_a_kept_variant(canary, report, 
     assert (got["go"], got["cause"]) == (go, cause)
     if not go:
         assert got["msg"] == "skipped: %s (the canary: %s); this host was not touched" % (cause, canary)
+
+
+# A canary job's artifacts (sglang_outcomes): a6000's canary rolled back, blackwell's deployed,
+# their rests skipped / deployed as that job's rows say.
+CANARY_JOB = {
+    "ct129": {"host": "ct129", "class": "a6000", "outcome": "rolled_back", "cause": "kv_pool_oom", "variant": "ddtree"},
+    "ct130": {"host": "ct130", "class": "a6000", "outcome": "skipped", "cause": "class canary rolled back (kv_pool_oom)",
+              "variant": "ddtree"},
+    "ct200": {"host": "ct200", "class": "blackwell", "outcome": "deployed", "cause": None, "variant": "dflash"},
+}
+
+
+@pytest.mark.parametrize("slice_, host, go, cause, canary", [
+    (["ct131", "ct201"], "ct131", False, "class canary rolled back (kv_pool_oom)", "ct129"),
+    (["ct131", "ct201"], "ct201", True, None, "ct200"),
+    (["ct130", "ct202"], "ct130", False, "class canary rolled back (kv_pool_oom)", "ct129"),
+    (["ct200", "ct202"], "ct200", True, None, "ct200"),
+    (["ct300"], "ct300", False, "no canary of class h100 in the earlier job", NO_CANARY),
+], ids=["a6000 host of a slice: its canary rolled back in the canary job", "blackwell host follows its canary",
+        "a host the canary job skipped stays skipped", "the canary itself in a slice is of the rest (it converges)",
+        "a class the canary job had no canary for is skipped"])
+def test_a_slice_follows_the_canaries_of_an_earlier_job(slice_, host, go, cause, canary):
+    classes = {"ct130": "a6000", "ct131": "a6000", "ct200": "blackwell", "ct201": "blackwell", "ct202": "blackwell",
+               "ct300": "h100"}
+    got = phases(slice_, [classes[h] for h in slice_], True, CANARY_JOB)[host]
+    named = canary if canary == NO_CANARY else "%s, in an earlier job" % canary
+    assert (got["group"], got["canary"], got["class_canary"]) == (REST, False, named), "no canary in a slice"
+    assert got["class_canary"] != host, "not this run's canary (the role would leave the rest's phase)"
+    said = verdict(got["class_canary"], got["earlier"])
+    assert (said["go"], said["cause"]) == (go, cause), said
+    if go:   # the rest deploys the variant the canary kept (a ladder's rung, here DFlash)
+        assert got["earlier"]["ok"] and got["earlier"]["variant"] == "dflash"
+
+
+def test_without_an_earlier_job_nothing_changes():
+    assert all(p["earlier"] is None for p in phases(PLAY, [CLASSES[h] for h in PLAY], True).values())
