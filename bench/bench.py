@@ -204,11 +204,11 @@ def naive_wait(retries):
 
 # --- deploy-path rows: the playbooks as an operator runs them ------------------------------
 
-def reset_to_nextn(hosts):
+def reset_to_nextn(hosts, **extra):
     """Hosts serving NEXTN from a clean state (releases are kept: they are not what is measured)."""
     for host in hosts:
         host.run(RESET_SERVICE)
-    proc = playbook("playbooks/deploy_nextn.yml", [h.name for h in hosts], sglang_serial=0)
+    proc = playbook("playbooks/deploy_nextn.yml", [h.name for h in hosts], sglang_serial=0, **extra)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
 
 
@@ -231,13 +231,25 @@ def playbook_cmd(path, names, inventory=None, **extra_vars):
     return cmd + (["-e", json.dumps(extra_vars)] if extra_vars else [])
 
 
+FORK_TIME = REPO / "build" / "bench-fork-time.json"
+
+
 def playbook(path, names, inventory=None, **extra_vars):
-    """One ansible-playbook run, timed from outside (the operator's wall clock)."""
+    """One ansible-playbook run, timed from outside (the operator's wall clock), with the time
+    its workers (forks) lived (bench/callback_plugins/fork_time.py)."""
     cmd = playbook_cmd(path, names, inventory, **extra_vars)
     hosts_before = hosts_cpu(names)
+    FORK_TIME.unlink(missing_ok=True)
     started, cpu_before, usage_before = time.monotonic(), machine_cpu(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, cwd=REPO, env=deploy_env(), capture_output=True, text=True, check=False)
+    with subprocess.Popen(cmd, cwd=REPO, env=deploy_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as child:
+        peak = PeakMemory(child.pid)
+        out, err = child.communicate()
+        peak.stop()
+    proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
     proc.wall = time.monotonic() - started
+    proc.forks = json.loads(FORK_TIME.read_text()) if FORK_TIME.exists() else None
+    proc.peak_mib = peak.mib
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     # The controller's own CPU (ansible-playbook, its workers, their ssh clients), the hosts' own
     # (their containers' cgroups) and how busy the whole machine was: the lab's hosts share these
@@ -247,6 +259,51 @@ def playbook(path, names, inventory=None, **extra_vars):
     busy, total = (after - before for after, before in zip(machine_cpu(), cpu_before))
     proc.machine_busy = busy / total if total else 0.0
     return proc
+
+
+class PeakMemory(threading.Thread):
+    """The peak of the memory a process and its descendants use together (their PSS: the forks
+    share their parent's pages until they write them), sampled every quarter second."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.mib, self.done = pid, 0.0, threading.Event()
+        self.start()
+
+    def stop(self):
+        self.done.set()
+        self.join()
+
+    def run(self):
+        while not self.done.wait(0.25):
+            self.mib = max(self.mib, sum(pss_kib(pid) for pid in tree(self.pid)) / 1024)
+
+
+def tree(root):
+    """root and every process descended from it (from /proc/*/stat)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/%s/stat" % entry) as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def pss_kib(pid):
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith("Pss:")), 0)
+    except OSError:
+        return 0
 
 
 _CGROUP_STAT = {}
@@ -277,6 +334,8 @@ def machine_cpu():
 
 def deploy_env():
     return dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench" / "callback_plugins"), INFEROPS_FORK_TIME=str(FORK_TIME),
+                ANSIBLE_CALLBACKS_ENABLED="inferops.sglang.fleet_summary,inferops.sglang.interrupt,fork_time",
                 CONTAINERS_CONF=str(REPO / "lab" / "containers.conf"),
                 INFEROPS_WHEELHOUSE=str(REPO / "build" / "wheelhouse"),
                 INFEROPS_REPORT_DIR=str(REPO / "build" / "bench-reports"))
@@ -431,7 +490,8 @@ FLEET = ["fleet%02d" % i for i in range(1, 17)]
 ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback overhead",),
              "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
              "journal": ("| journal classification",), "gateway": ("| gateway",),
-             "guard": ("| the controller gone",), "startup": ("| start-up,",), "tune": ("| tune,",)}
+             "guard": ("| the controller gone",), "startup": ("| start-up,",), "tune": ("| tune,",),
+             "forks": ("| forks held",)}
 ALL_ROWS = set(ROW_ORDER)
 TABLE_HEAD = ["| measurement | result | baseline / goal |", "| --- | --- | --- |"]
 GATEWAY_TAIL = "\nThe gateway rollout's fleet summary"
@@ -483,7 +543,7 @@ def bench_fleet():
             assert back.returncode == 0, back.stdout[-3000:]
         rows.append({"hosts": size, "tasks": tasks_run(runs[-1]),
                      **{key: statistics.median(getattr(r, key) for r in runs)
-                        for key in ("wall", "controller_cpu", "hosts_cpu", "machine_busy")}})
+                        for key in ("wall", "controller_cpu", "hosts_cpu", "machine_busy", "peak_mib")}})
     rolling = bench_rolling(hosts[:4])
     labctl("down", *fleet)
     reach_over_ssh()
@@ -508,6 +568,66 @@ def bench_rolling(hosts):
               "last_batch_untouched": invocation(hosts[3]) == untouched, "all_healthy": all(healthy.values())}
     assert proc.returncode != 0 and result["last_batch_untouched"] and result["all_healthy"], result
     return result
+
+
+# The forks row: servers that take a minute to load (the stand-in's weights phase), as a real
+# model's do, where today's lab start takes about 5 s.
+SLOW_LOAD_S = 57
+SLOW_GATE = {"sglang_service_health_stall": 120}
+FORKS_HOSTS = 8
+
+
+def bench_forks():
+    """deploy_ddtree.yml to 8 Blackwell hosts at once whose servers take about 60 s to start: the
+    time the controller's forks were held, its CPU and the wall time, with every host's wait in
+    a fork of its own (sglang_service_wait_forks 0, as every deploy waited before) and with
+    the waits read by one fork (the default, 1)."""
+    names = FLEET[:FORKS_HOSTS]
+    labctl("up", *("%s:blackwell" % n for n in names))
+    reach_over_ssh()
+    hosts = [LabHost(n) for n in names]
+    timings = json.loads((REPO / "lab" / "sim_defaults.json").read_text())
+    slow = dict(timings, timings=dict(timings["timings"], load_weights=SLOW_LOAD_S))
+    # The stand-in prints nothing while it loads, where SGLang prints each checkpoint shard: the
+    # stall floor covers the quiet minute (as it would for a model that loads without a word).
+    for host in hosts:
+        host.put("/etc/inferops-lab/sim.json", json.dumps(slow))
+    reset_to_nextn(hosts, **SLOW_GATE)
+    rows = []
+    try:
+        for wait_forks in (0, 1):
+            proc = playbook("playbooks/deploy_ddtree.yml", names, sglang_serial=0, sglang_canary=False,
+                            sglang_perf_gate={"enabled": False}, sglang_service_wait_forks=wait_forks, **SLOW_GATE)
+            assert proc.returncode == 0, proc.stdout[-3000:]
+            rows.append({"wait_forks": wait_forks, "wall": proc.wall, "controller_cpu": proc.controller_cpu,
+                         "forks": proc.forks})
+            back = playbook("playbooks/rollback.yml", names, sglang_service_wait_forks=wait_forks, **SLOW_GATE)
+            assert back.returncode == 0, back.stdout[-3000:]
+            rows[-1]["rollback"] = {"wall": back.wall, "forks": back.forks}
+    finally:
+        for host in hosts:
+            host.put("/etc/inferops-lab/sim.json", json.dumps(timings))
+        labctl("down", *names)
+        reach_over_ssh()
+    return rows
+
+
+def forks_lines(rows):
+    lines = []
+    for row in rows:
+        how = ("every host waits in a fork of its own (`sglang_service_wait_forks: 0`, as before)" if not row["wait_forks"]
+               else "the waits read by %d fork at a time (`sglang_service_wait_forks: %d`, the default)"
+               % (row["wait_forks"], row["wait_forks"]))
+        longest = ", ".join("%s %.0f s" % (name, sec) for name, sec in row["forks"]["longest"][:3])
+        lines.append("| forks held: `deploy_ddtree.yml` to %d Blackwell hosts at once whose servers take ~%d s to start, "
+                     "%s | forks held %.0f fork-s (longest: %s); wall %.1f s; controller CPU %.1f s (%.2f s per host); "
+                     "`rollback.yml` after it: forks held %.0f fork-s, wall %.1f s | %s |" % (
+                         FORKS_HOSTS, SLOW_LOAD_S + 3, how, row["forks"]["total"], longest, row["wall"],
+                         row["controller_cpu"], row["controller_cpu"] / FORKS_HOSTS, row["rollback"]["forks"]["total"],
+                         row["rollback"]["wall"], "before" if not row["wait_forks"] else "%.2fx the forks held before, "
+                         "%.2fx the wall time" % (row["forks"]["total"] / rows[0]["forks"]["total"],
+                                                  row["wall"] / rows[0]["wall"])))
+    return lines
 
 
 GATEWAY_FLEET = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell", "ct201": "blackwell"}
@@ -843,6 +963,7 @@ def main():
     rollback = progress("rollback", bench_rollback) if "rollback" in only else None
     idempotent = progress("idempotent", bench_idempotent) if "idempotent" in only else None
     fleet = progress("fleet", bench_fleet) if "fleet" in only else None
+    forks = progress("forks", bench_forks) if "forks" in only else None
     gateway_row = progress("gateway", bench_gateway) if "gateway" in only else None
     guard = progress("guard", bench_guard) if "guard" in only else None
     started_up = progress("startup", bench_startup) if "startup" in only else None
@@ -899,12 +1020,14 @@ def main():
         for row in fleet["rows"]:
             floor = (row["controller_cpu"] + row["hosts_cpu"]) / os.cpu_count()
             lines.append("| fleet: `deploy_ddtree.yml` to %d Blackwell host(s) at once (serial 0, forks %d; %d tasks per host) | "
-                         "%.1f s; CPU per host: controller %.1f s, the host's own %.1f s; all of it on %d cores takes at "
+                         "%.1f s; CPU per host: controller %.1f s, the host's own %.1f s; controller's peak memory %.0f MiB "
+                         "(PSS of ansible-playbook and its forks), %.0f MiB per host; all of it on %d cores takes at "
                          "least %.1f s (%.0f%% of the wall time); both cores %.0f%% busy | %.2fx one host%s |" % (
                              row["hosts"], max(5, row["hosts"]), row["tasks"], row["wall"],
-                             row["controller_cpu"] / row["hosts"], row["hosts_cpu"] / row["hosts"], os.cpu_count(),
+                             row["controller_cpu"] / row["hosts"], row["hosts_cpu"] / row["hosts"], row["peak_mib"],
+                             row["peak_mib"] / row["hosts"], os.cpu_count(),
                              floor, 100 * floor / row["wall"], 100 * row["machine_busy"], row["wall"] / one,
-                             "; goal 8 hosts <= 1.5x" if row["hosts"] == 8 else ""))
+                             "; goal 8 hosts <= 1.5x; controller CPU <= 2 s per host" if row["hosts"] == 8 else ""))
         roll = fleet["rolling"]
         lines.append("| rolling deploy, serial [1, 50%%], max_fail_percentage 0, 4 hosts, host 2 broken | %.1f s; "
                      "play failed (rc %d), last batch untouched: %s, every host healthy: %s (%s) | the remaining "
@@ -921,6 +1044,8 @@ def main():
                          (row["seconds"] / row["lines"]) / base, "; goal 100k <= 1 s" if row["lines"] == 100_000 else ""))
     if tuned:
         rows["tune"] = tune_lines(tuned)
+    if forks:
+        rows["forks"] = forks_lines(forks)
     gateway_tail = ""
     if gateway_row:
         rows["gateway"] += gateway_lines(gateway_row)

@@ -5,13 +5,13 @@
 
 `poll: N` on a long task prints nothing until it ends, and an `until` loop over async_status
 prints a countdown of retries, not the time spent: a release build installing torch sits
-silent for minutes. This polls the job with ansible.builtin.async_status every `interval`
-seconds at most and prints one status line each `interval`; the job's own result is the task's.
+silent for minutes. This prints one status line each `interval`; the job's own result is the task's.
 
-It polls first after half a second and then twice as long each time, up to `interval` (the
-back-off of community.docker's wait_for_state): a measurement of 3 s is seen done within about
-a second of its end, not at the next `interval` (10 to 15 s later), while a build of minutes
-is still polled once an `interval`, each poll costing the controller a module run.
+The wait happens on the host: each poll is one run of inferops.sglang.async_wait there, which
+watches the job's status file and answers the moment the job ends or after `interval` seconds.
+A measurement of 3 s is seen done within a fifth of a second of its end, and a build of minutes
+costs the controller one module run each `interval` (a loop of async_status and a sleep here
+would see a job end only at its next poll, up to an `interval` late, unless it polled often).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,10 +27,8 @@ from ansible.utils.display import Display
 
 display = Display()
 
-# The first poll's delay; each next one waits twice as long, up to the task's `interval`.
-FIRST_DELAY = 0.5
-# async_status's own keys, not the job's result.
-JOB_KEYS = ("ansible_job_id", "started", "finished", "results_file", "_ansible_suppress_tmpdir_delete")
+# async_status's and async_wait's own keys, not the job's result.
+JOB_KEYS = ("ansible_job_id", "started", "finished", "results_file", "waited", "_ansible_suppress_tmpdir_delete")
 
 
 def minutes(seconds):
@@ -59,27 +57,25 @@ class ActionModule(ActionBase):
         what = args.get("what") or "the task"
         host = task_vars.get("inventory_hostname", "?")
         started = said = time.monotonic()
-        delay = FIRST_DELAY
-        status_args = {"jid": job["ansible_job_id"], "mode": "status",
-                       "_async_dir": self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))}
+        async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
+        wait_args = {"jid": job["ansible_job_id"], "async_dir": async_dir}
         while True:
             waited = time.monotonic() - started
-            answer = self._execute_module(module_name="ansible.legacy.async_status", module_args=status_args,
-                                          task_vars=task_vars)
-            if answer.get("finished") or answer.get("failed") and not answer.get("started"):
-                break
             if timeout and waited >= timeout:
-                status_args["mode"] = "cleanup"
-                self._execute_module(module_name="ansible.legacy.async_status", module_args=status_args,
-                                     task_vars=task_vars)
+                self._execute_module(module_name="ansible.legacy.async_status", task_vars=task_vars, module_args={
+                    "jid": job["ansible_job_id"], "mode": "cleanup", "_async_dir": async_dir})
                 result.update(failed=True, msg="%s: %s did not finish within %s (job %s, still running on the host)"
                               % (host, what, minutes(timeout), job["ansible_job_id"]), elapsed=round(waited, 1))
                 return result
             if time.monotonic() - said >= interval:
                 said = time.monotonic()
                 display.display("  %s: %s, %s so far" % (host, what, minutes(said - started)))
-            time.sleep(min(delay, interval))
-            delay *= 2
+            # On the host, until the next status line or the timeout, whichever comes first.
+            wait = max(0.0, min(interval - (time.monotonic() - said), (timeout - waited) if timeout else interval))
+            answer = self._execute_module(module_name="inferops.sglang.async_wait", task_vars=task_vars,
+                                          module_args=dict(wait_args, wait=wait))
+            if answer.get("finished") or answer.get("failed") and not answer.get("started"):
+                break
         answer = dict((k, v) for k, v in answer.items() if k not in JOB_KEYS)
         result.update(answer)
         result["elapsed"] = round(time.monotonic() - started, 1)

@@ -7,6 +7,10 @@ A module cannot write to the terminal while it runs, and a 27B model can take te
 to load: without this, the person at the terminal sees nothing until the verdict. Each
 slice carries the judged invocation, the restart count and the time already waited
 forward, so the verdict and its timing are those of one long wait.
+
+With `async` and `poll: 0` the module runs once, on the host, for the whole wait, and the task
+returns at once: inferops.sglang.async_progress then waits for the verdict on the host and prints
+the time spent (the role does this, so that no controller fork is held through a long start).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,12 +29,16 @@ MODULE = "inferops.sglang.sglang_health"
 
 class ActionModule(ActionBase):
     _supports_check_mode = True
-    _supports_async = False
+    _supports_async = True
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
         interval = float(args.get("progress_interval", 15) or 0)
+        if self._task.async_val and not self._task.check_mode:
+            result.update(self._execute_module(MODULE, module_args=args, task_vars=task_vars,
+                                               wrap_async=not self._connection.has_native_async))
+            return result
         if self._task.check_mode or interval <= 0:
             result.update(self._execute_module(MODULE, module_args=args, task_vars=task_vars))
             return result

@@ -13,9 +13,7 @@ module: async_progress
 short_description: Wait for an async task and show what it does and the time spent so far
 version_added: "0.2.0"
 description:
-  - Waits for a task started with C(async) and C(poll) set to 0, polling it with
-    M(ansible.builtin.async_status), first after half a second and then twice as long each time
-    up to O(interval) seconds, and prints a status line each O(interval)
+  - Waits for a task started with C(async) and C(poll) set to 0 and prints a status line each O(interval)
     (C(ct129 - installing sglang==0.5.23 from the package index, 2 min 10 s so far)), as the
     health wait does. A long step (a release build that installs torch, a performance
     measurement, a drain) no longer sits silent until it ends.
@@ -23,7 +21,14 @@ description:
     M(ansible.builtin.command)); it fails when the job failed, so C(rescue) and
     C(ansible_failed_result) work as without async.
   - A job that did not run async (check mode, C(async) set to 0) or was skipped is returned as it is.
-  - Runs in the action plugin on the controller; each poll is one M(ansible.builtin.async_status) run on the host.
+  - The wait happens on the host, not in a loop of the controller's. Each poll is one run of
+    M(inferops.sglang.async_wait) there, which watches the job's status file and returns the moment the job ends, or after
+    O(interval) seconds for the next status line. A job of 3 s is seen done within a fifth of a
+    second of its end, and a job of ten minutes costs the controller one module run each O(interval).
+  - A controller fork waits through each poll. With C(throttle) on the task (the role's
+    C(sglang_service_wait_forks)), the hosts of a batch are read one at a time, so one fork waits
+    for the slowest job while the others' jobs run on their hosts, and a host whose job already
+    ended is read in one run.
 author:
   - inferops maintainers (@inferops)
 options:
@@ -54,7 +59,7 @@ options:
 attributes:
   action:
     support: full
-    description: Runs in the action plugin; each poll runs M(ansible.builtin.async_status) on the host.
+    description: Runs in the action plugin; each poll runs this module on the host (where the job runs).
   check_mode:
     support: full
     description: A job that did not run (check mode) is returned as it is.
