@@ -251,9 +251,10 @@ bench: venv lab-up lab-wheelhouse  ## benchmarks on the lab: prints a table, wri
 
 setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
 
-# Each gate's wall time and test counts end the log (tests/gates.py); integration and
-# molecule run side by side on hosts of their own.
-GATES        ?= setup lint sanity units fidelity package integration+molecule
+# Each gate's wall time and test counts end the log (tests/gates.py). Gates that share nothing
+# run side by side: integration and molecule (hosts of their own), sanity and lint (sanity's
+# copy is in build/, which lint skips), package and fidelity. units reuses sanity's copy, after it.
+GATES        ?= setup sanity+lint units package+fidelity integration+molecule
 test:  ## everything CI checks, then a table of each gate's time
 	python3 tests/gates.py $(GATES)
 
