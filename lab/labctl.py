@@ -558,6 +558,10 @@ def cmd_inventory(ssh: bool = False, network: bool = False) -> int:
             lines.append("        %s:" % host)
             if network:
                 lines.append("          ansible_host: %s" % host_address(host))
+            elif ssh:
+                # The container's name, written out as a production inventory writes an
+                # address: the lab inventory's templated one costs a lookup at each use.
+                lines.append("          ansible_host: %s%s" % (PREFIX, host))
     print("\n".join(lines))
     return 0
 

@@ -6,7 +6,7 @@ process isolation, as an execution node runs it: the EE's container on the lab n
 reaches the hosts over SSH at their addresses, with the job's key in its ssh-agent.
 
 DDTree on ct129 (a6000: it rolls back, kv_pool_oom) and ct200 (Blackwell: kept). The job's event
-stream has each host's health gate, its artifacts (set_stats data, which AWX keeps and a workflow
+stream has each host's health gate, read by one fork after the other, its artifacts (set_stats data, which AWX keeps and a workflow
 branches on) say how each host ended, the fleet summary callback enabled by the project's
 ansible.cfg printed its table, and its status is failed because the a6000 canary rolled back.
 Then two job slices, each given that job's artifacts as an AWX workflow passes them on
@@ -15,6 +15,7 @@ and the Blackwell host follows its canary. Then rollback.yml as a job of its own
 saying what each host serves."""
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 import subprocess
@@ -117,6 +118,11 @@ def test_a_deploy_run_by_ansible_runner_in_the_ee_has_its_gates_in_the_events_an
     assert sorted(gates) == ["ct129", "ct200"], said
     assert gates["ct200"]["event"] == "runner_on_ok" and gates["ct200"]["event_data"]["res"]["state"] == "healthy"
     assert gates["ct129"]["event_data"]["res"]["cause"] == "kv_pool_oom"
+    # One fork read both verdicts (sglang_service_wait_forks: 1, the default): the second host's
+    # wait began only after the first's had run its whole length, while both gates ran on their hosts.
+    first, second = sorted((gates[h]["event_data"] for h in gates), key=lambda data: data["start"])
+    gap = (datetime.datetime.fromisoformat(second["start"]) - datetime.datetime.fromisoformat(first["start"]))
+    assert gap.total_seconds() >= first["res"]["elapsed"] - 0.05 > 0, (first, second)
     failed = [e["event_data"]["host"] for e in events
               if e["event"] == "runner_on_failed" and not e["event_data"].get("ignore_errors")]
     assert failed == ["ct129"], said
