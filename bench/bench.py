@@ -937,7 +937,8 @@ def merged_results(old, measured, rows, gateway_tail, started):
     header += [line for line in prose[1:] if AGAIN in line
                and set(line.split(": ", 1)[1].split(AGAIN)[0].split(", ")) - set(measured)]
     kinds = sorted(measured)
-    header.append("%s: %s%s (`python bench/bench.py %s`)." % (started, ", ".join(kinds), AGAIN, " ".join(kinds)))
+    header.append("%s: %s%s (`python bench/bench.py %s`; medians of %d runs, fleet rows: %d)." % (
+        started, ", ".join(kinds), AGAIN, " ".join(kinds), REPS, FLEET_REPS))
     merged = dict((kind, rows[kind] if kind in measured else
                    [line for line in old_lines if line.startswith(ROW_ORDER[kind])]) for kind in ROW_ORDER)
     if "gateway" not in measured and GATEWAY_TAIL in old:
