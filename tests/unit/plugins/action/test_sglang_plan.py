@@ -53,3 +53,34 @@ def test_the_phases_filter_takes_an_earlier_jobs_rows():
     verdict = ActionModule.canary_verdict("ct130", {"canary": got["class_canary"], "canary_report": got["earlier"],
                                                     "deploy_id": "d"})
     assert verdict is None
+
+
+def test_the_plan_renders_the_role_templates_as_the_template_lookup_does():
+    """The plan renders over a shallow copy of the variables; the texts (and so every deployed
+    host's configuration id) must stay byte for byte the lookup's."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins.loader import init_plugin_loader, lookup_loader
+    from ansible.template import Templar
+
+    init_plugin_loader()
+    role = Path(__file__).resolve().parents[4] / "roles" / "sglang_service"
+    loader = DataLoader()
+    variables = {"ansible_search_path": [str(role)], "sglang_service_variant": "ddtree",
+                 "sglang_service_user": "sglang", "sglang_service_group": "sglang", "sglang_service_state_dir": "/s",
+                 "sglang_service_data_dir": "/d", "sglang_service_restart_sec": 10,
+                 "sglang_service_timeout_start_sec": 3600, "sglang_service_timeout_stop_sec": 90,
+                 "sglang_service_limit_nofile": 65536,
+                 "sglang_service_environment": {"HF_HUB_OFFLINE": "1", "NCCL_DEBUG": "WARN"}}
+    extra = {"__sglang_service_exec_start": "/opt/r/bin/python -m sglang.launch_server --port 30000",
+             "__sglang_service_release": "/opt/sglang/releases/0.5.23-abc"}
+    plan = ActionModule(task=SimpleNamespace(get_search_path=lambda: [str(role)]), connection=None,
+                        play_context=None, loader=loader, templar=Templar(loader=loader, variables=variables),
+                        shared_loader_obj=None)
+    lookup = lookup_loader.get("ansible.builtin.template", loader=loader, templar=Templar(loader=loader))
+    for name in ("sglang.service.j2", "sglang.env.j2"):
+        want = lookup.run([name], variables=variables, template_vars=extra)[0]
+        assert plan.render(name, variables, extra) == want
+        assert "release 0.5.23-abc" in want or name == "sglang.env.j2"
