@@ -146,11 +146,16 @@ options:
     description: When the deploy started (epoch seconds), kept when the plan is made again; default now.
     type: float
   unit_template:
-    description: The unit's template, found as the C(template) lookup finds it (the role's C(templates/)).
+    description:
+      - The unit's template, found as M(ansible.builtin.template) finds its source (the role's C(templates/), then
+        the playbook's).
+      - Rendered byte for byte as the C(ansible.builtin.template) lookup renders it, with the task's variables and
+        two more, C(__sglang_service_exec_start) (the C(ExecStart=) command line the plan made) and
+        C(__sglang_service_release) (the release's folder).
     type: str
     default: sglang.service.j2
   env_template:
-    description: The env file's template.
+    description: The env file's template, found and rendered as O(unit_template) is.
     type: str
     default: sglang.env.j2
   checker:
