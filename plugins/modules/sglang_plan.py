@@ -147,7 +147,7 @@ options:
     type: float
   unit_template:
     description:
-      - The unit's template, found as M(ansible.builtin.template) finds its source (the role's C(templates/), then
+      - The unit's template, found as C(ansible.builtin.template) finds its source (the role's C(templates/), then
         the playbook's).
       - Rendered byte for byte as the C(ansible.builtin.template) lookup renders it, with the task's variables and
         two more, C(__sglang_service_exec_start) (the C(ExecStart=) command line the plan made) and
