@@ -18,6 +18,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from . import gpu as lab_gpu
+from . import group
 from . import memory
 from . import ranks
 
@@ -120,7 +121,7 @@ def capture_error(server):
 def cuda_oom(server):
     """The rank's allocation does not fit: torch's allocator message, with NVML's list of
     the processes on that GPU."""
-    gpu = server.cards()[server.rank]
+    gpu = server.card(server.rank)
     free = lab_gpu.free_mib(gpu)
     return (["torch.OutOfMemoryError: %s" % lab_gpu.OutOfMemory(
         int(gpu["index"]), free + 2048, int(gpu["memory_total_mib"]), free)], 0)
@@ -149,6 +150,10 @@ class Server:
         self.ranks, self.conns, self.exit_codes = [], [], {}   # the children: schedulers, then the detokenizer
         self.rank = None
         self.forward_lock = threading.Lock()
+        # --nnodes: this node runs its share of the TP ranks (engine.py _calculate_rank_ranges).
+        self.nnodes, self.node_rank = int(args.nnodes or 1), int(args.node_rank or 0)
+        self.tp_ranks, self.tp_per_node = group.layout(args.tp_size, self.nnodes, self.node_rank)
+        self.store = self.member = None   # this rank's process group, when the server spans nodes
 
     @staticmethod
     def faults_for(faults, algorithm):
@@ -167,7 +172,9 @@ class Server:
         self.draft = self.load_config(args.speculative_draft_model_path) if args.speculative_draft_model_path else None
         signal.signal(signal.SIGQUIT, self.launch_phase_sigquit)
         signal.signal(signal.SIGTERM, self.launch_phase_sigterm)
-        for rank in range(args.tp_size):
+        if args.tp_size % self.nnodes:
+            self.launcher_assertion("tp_size must be divisible by number of nodes")
+        for rank in self.tp_ranks:
             mine, theirs = multiprocessing.Pipe()
             # The rank_outlives_main fault ([ranks]): stuck in the driver, the parent-death SIGKILL
             # cannot land, and the rank outlives its server with its GPU memory (sglang#23627).
@@ -177,9 +184,12 @@ class Server:
             theirs.close()
             self.ranks.append(pid)
             self.conns.append(mine)
-        self.ranks.append(ranks.fork_child("sglang::detokenizer", self.run_detokenizer, self.conns))
+        if self.node_rank == 0:   # engine.py: the other nodes run their schedulers only
+            self.ranks.append(ranks.fork_child("sglang::detokenizer", self.run_detokenizer, self.conns))
         infos = self.wait_for_schedulers_ready()
         self.plan = infos[0]["plan"]
+        if self.node_rank > 0:
+            return   # engine.py: non-zero nodes run no tokenizer; serve_follower waits instead
         plan = self.plan
         Log.prefix = ranks.log_prefix(0, args.tp_size)   # scheduler.py logs it from TP0
         Log.line("max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d, max_running_requests=%d, "
@@ -251,6 +261,14 @@ class Server:
         sys.exit(1)
 
     @staticmethod
+    def launcher_assertion(text):
+        """validation_hook.check_server_args, which runs at launch (not in the argument checker)."""
+        Log.raw("\n".join(traceback_lines(
+            [("sglang/launch_server.py", 52, "<module>"), ("sglang/srt/server_args.py", 430, "__post_init__"),
+             ("sglang/srt/arg_groups/validation_hook.py", 179, "check_server_args")], "AssertionError: " + text)))
+        sys.exit(1)
+
+    @staticmethod
     def launcher_died(code, rank=0):
         Log.raw("\n".join(traceback_lines(
             [("sglang/launch_server.py", 52, "<module>"), ("sglang/launch_server.py", 31, "run_server"),
@@ -279,7 +297,22 @@ class Server:
             os.kill(os.getppid(), signal.SIGQUIT)
             return
         conn.send({"status": "ready", "plan": self.plan})
+        if self.node_rank > 0:
+            self.follow(conn)
+            return
         self.event_loop(rank, conn)
+
+    def follow(self, conn):
+        """A non-zero node's scheduler: it runs node 0's batches until the ShutdownReq; a lost
+        rank 0 fails it (gloo's error), and its launcher kills the node's tree."""
+        try:
+            self.member.follow()
+        except group.GroupError as exc:
+            Log.line("Scheduler hit an exception: " + "\n".join(traceback_lines(
+                [("sglang/srt/managers/scheduler.py", 3011, "run_scheduler_process"),
+                 ("sglang/srt/managers/scheduler.py", 1204, "event_loop_normal"),
+                 ("sglang/srt/managers/scheduler.py", 1391, "recv_requests")], exc.lines[0])))
+            os.kill(os.getppid(), signal.SIGQUIT)
 
     def scheduler_init(self, rank):
         args = self.args
@@ -303,6 +336,8 @@ class Server:
             dw = draft_weights
             Log.line("Load weight end. elapsed=%.2f s, type=%s, avail mem=%.2f GB, mem usage=%.2f GB."
                      % (self.timings["load_draft"], self.draft["architectures"][0], total - 0.45 - weights - dw, dw))
+        if self.member:
+            self.member.barrier("memory_pool")   # the KV pool's size is all-reduced over every rank
         self.sleep("memory_pool")
         self.fault_point(rank, "memory_pool")
         if self.faults.get("oom_kill") == "memory_pool" and rank == 0:
@@ -318,12 +353,26 @@ class Server:
     def init_parallel(self, rank):
         """distributed/bootstrap.py: torch.distributed and NCCL come up on every rank."""
         Log.line("Init parallel begin.")
-        if rank >= len(self.gpus.get("gpus", [])):
+        if self.local(rank) >= len(self.gpus.get("gpus", [])):
             self.die(["torch.AcceleratorError: CUDA error: invalid device ordinal",
                       "GPU device may be out of range, do you have enough GPUs?"])
+        if self.nnodes > 1:
+            self.join_group(rank)
         self.sleep("init_parallel")
         self.fault_point(rank, "init_parallel")
         Log.line("Init parallel ends. elapsed=%.2f s" % float(self.timings.get("init_parallel", 0)))
+
+    def join_group(self, rank):
+        """torch.distributed's rendezvous at --dist-init-addr: global rank 0 serves the store."""
+        timeout = float(self.args.dist_timeout or group.DEFAULT_TIMEOUT_S)
+        try:
+            if rank == 0:
+                self.store = group.Store(group.parse_addr(self.args.dist_init_addr)[1], self.args.tp_size,
+                                         self.tp_ranks)
+            self.member = group.Member(self.args.dist_init_addr, rank, timeout)
+            self.member.join(self.store)
+        except group.GroupError as exc:
+            self.die(exc.lines)
 
     def fault_point(self, rank, phase):
         """The lab's rank faults: `stall` (every rank stops making progress in this phase, as
@@ -367,13 +416,20 @@ class Server:
             sys.exit(1)
 
     def cards(self):
-        return self.gpus.get("gpus", [])[:self.args.tp_size]
+        return self.gpus.get("gpus", [])[:self.tp_per_node]
+
+    def local(self, rank):
+        """The node's GPU a TP rank uses (base_gpu_id 0, gpu_id_step 1)."""
+        return rank % self.tp_per_node
+
+    def card(self, rank):
+        return self.cards()[self.local(rank)]
 
     def hold(self, rank, mib):
         """Take `mib` on this rank's GPU (the host's shared GPU state, held by this process
         until it exits); what does not fit fails as torch does."""
         try:
-            lab_gpu.allocate({int(self.cards()[rank]["index"]): int(mib)},
+            lab_gpu.allocate({int(self.card(rank)["index"]): int(mib)},
                              linger_s=float(self.faults.get("gpu_release_lag_s", 0)))
         except lab_gpu.OutOfMemory as exc:
             self.die(["torch.OutOfMemoryError: %s" % exc])
@@ -385,8 +441,8 @@ class Server:
         the weights, as memory.plan's framework overhead.)"""
         held = lab_gpu.all_holds()
         free = [lab_gpu.free_mib(g, held) for g in self.cards()]
-        pre, local = min(free), free[rank]
-        if self.args.tp_size > 1 and pre < local * 0.9:
+        pre, local = min(free), free[self.local(rank)]
+        if self.tp_per_node > 1 and pre < local * 0.9:
             self.die(["RuntimeError: The memory capacity is unbalanced. Some GPUs may be occupied by other "
                       "processes. pre_model_load_memory=%r, local_gpu_memory=%r, local_gpu_memory * 0.9=%r"
                       % (pre / 1024.0, local / 1024.0, local / 1024.0 * 0.9)])
@@ -451,13 +507,19 @@ class Server:
             forwards += 1
             if message == "crash":
                 self.crash()
+            if message == "shutdown":
+                if self.store:
+                    self.store.shutdown_remote()
+                sys.exit(0)
+            if self.store:
+                self.store.forward_remote()
             conn.send("done")
 
     # --- serving ---------------------------------------------------------------------
-    def bind(self):
+    def bind(self, handler=None):
         host, port = self.args.host, self.args.port
         try:
-            httpd = ThreadingHTTPServer((host, port), make_handler(self))
+            httpd = ThreadingHTTPServer((host, port), handler or make_handler(self))
         except OSError as exc:
             Log.raw("ERROR:    [Errno %d] error while attempting to bind on address ('%s', %d): %s"
                     % (exc.errno or 98, host, port, "address already in use"))
@@ -534,6 +596,9 @@ class Server:
         return 503
 
     def serve(self):
+        if self.node_rank > 0:
+            self.serve_follower()
+            return
         httpd = self.bind()
         Log.raw("INFO:     Started server process [%d]" % self.pid)
         Log.raw("INFO:     Waiting for application startup.")
@@ -548,11 +613,40 @@ class Server:
 
         signal.signal(signal.SIGTERM, on_sigterm)
         httpd.serve_forever(poll_interval=0.2)
+        self.shutdown_group()
         ranks.kill_tree(self.ranks)   # the launcher's shutdown ends its children (kill_process_tree)
         Log.raw("INFO:     Shutting down")
         Log.raw("INFO:     Waiting for application shutdown.")
         Log.raw("INFO:     Application shutdown complete.")
         Log.raw("INFO:     Finished server process [%d]" % self.pid)
+
+    def shutdown_group(self):
+        """A server over several nodes: TP0 broadcasts the ShutdownReq before the tree ends
+        (bounded: a TP0 stuck in a collective never sends it, and the other nodes' unit stop
+        timeout is the backstop)."""
+        if self.nnodes == 1:
+            return
+        self.conns[0].send("shutdown")
+        deadline = time.monotonic() + 5.0
+        while self.exited(self.ranks[0]) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def serve_follower(self):
+        """engine.py, node_rank >= 1: SIGTERM only logs (rank 0's ShutdownReq stops the
+        schedulers); launch_dummy_health_check_server answers 200 on the server's port; the
+        launcher blocks until its schedulers exit."""
+        node_rank = self.node_rank
+
+        def on_sigterm(signum, frame):
+            Log.line("SIGTERM received on node_rank %d; waiting for the rank-0 ShutdownReq broadcast to stop "
+                     "the schedulers." % node_rank)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        httpd = self.bind(make_dummy_health_handler())
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
+        for pid in self.ranks:
+            while self.exited(pid) is None:
+                time.sleep(0.2)
 
     def drain_then_stop(self, httpd):
         """tokenizer_manager.sigterm_watchdog: the requests in flight finish (new ones are
@@ -625,6 +719,29 @@ class Server:
                         spec_num_correct_drafts=correct, spec_num_proposed_drafts=verify_ct * drafts,
                         spec_accept_rate=correct / max(verify_ct * drafts, 1))
         return info
+
+
+def make_dummy_health_handler():
+    """utils/common.py launch_dummy_health_check_server: /ping, /health and /health_generate
+    answer 200 with no body, anything else 404; uvicorn at log level warning (no access log)."""
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *args):
+            pass
+
+        def do_GET(self):  # noqa: N802
+            path = self.path.split("?")[0]
+            known = path in ("/ping", "/health", "/health_generate")
+            body = b"" if known else b'{"detail":"Not Found"}'
+            self.send_response(200 if known else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_POST = do_GET
+
+    return Handler
 
 
 def make_handler(server):
