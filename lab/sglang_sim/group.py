@@ -45,7 +45,7 @@ def layout(tp_size, nnodes, node_rank):
 
 
 def parse_addr(addr):
-    host, _, port = str(addr).rpartition(":")
+    host, port = str(addr).rsplit(":", 1)
     return host.strip("[]"), int(port)
 
 
@@ -68,7 +68,7 @@ class Store:
 
     def accept(self):
         while True:
-            conn, _ = self.listener.accept()
+            conn = self.listener.accept()[0]
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             threading.Thread(target=self.client, args=(conn,), daemon=True).start()
 
@@ -76,8 +76,12 @@ class Store:
         reader = conn.makefile("r")
         rank = None
         for line in reader:
-            word, _, arg = line.strip().partition(" ")
+            word, arg = (line.strip().split(" ", 1) + [""])[:2]
             if word == "hello":
+                if self.joined.is_set():
+                    # A rank restarted alone: the group it would join is already running
+                    # (its ranks are in their collectives, not in the rendezvous); it waits for ever.
+                    continue
                 rank = int(arg)
                 with self.lock:
                     self.conns[rank] = conn

@@ -174,6 +174,11 @@ class Server:
         signal.signal(signal.SIGTERM, self.launch_phase_sigterm)
         if args.tp_size % self.nnodes:
             self.launcher_assertion("tp_size must be divisible by number of nodes")
+        if self.faults.get("stall") == "launch":
+            # The launcher stuck before its ranks start (an import or a model folder on a dead
+            # network mount): a node of a group that never reaches distributed init.
+            while True:
+                time.sleep(3600)
         for rank in self.tp_ranks:
             mine, theirs = multiprocessing.Pipe()
             # The rank_outlives_main fault ([ranks]): stuck in the driver, the parent-death SIGKILL
