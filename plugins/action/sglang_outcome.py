@@ -13,6 +13,7 @@ import base64
 import json
 import time
 
+from ansible.errors import AnsibleActionFail
 from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, guard
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
 
@@ -35,11 +36,16 @@ class ActionModule(DecisionAction):
         failure=dict(type="str", default=""),
         guard=dict(type="dict"),
         fail_on_rollback=dict(type="bool", default=True),
+        server_group=dict(type="dict", default={}),
+        group_said=dict(type="list", elements="raw"),
+        publish=dict(type="bool", default=False),
     )
 
     def decide(self, args, task_vars):
         the_plan = args["plan"]
         run = self.run_facts(args)
+        if args.get("publish"):
+            return self.publish(args, the_plan, run)
         ended = deploy_plan.outcome(the_plan, run)
         confirmed = None
         guarded = deploy_plan.ran(args["guard"]) and not self._task.check_mode
@@ -61,6 +67,16 @@ class ActionModule(DecisionAction):
                 ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=confirmed["fired"]))
         return dict(ended, time=run["now"], changed=bool(confirmed and confirmed.get("changed")),
                     confirmed=deploy_plan.task_result(confirmed) if confirmed else None)
+
+    @staticmethod
+    def publish(args, the_plan, run):
+        """A node of a server group says how its own gates ended (its sglang_node_outcome fact),
+        for every node's decision after it; nothing is confirmed yet."""
+        if not args["server_group"]:
+            raise AnsibleActionFail("publish: true needs server_group (sglang_group's result)")
+        ended = deploy_plan.outcome(the_plan, dict(run, group=None))
+        word = deploy_plan.node_word(args["server_group"], ended, args["variant"], time.time())
+        return {"changed": False, "word": word, "ansible_facts": {"sglang_node_outcome": word}}
 
     def guard_fired(self, state_dir, config_id, task_vars):
         """The guard's result when it already acted on this switch, read without touching it
@@ -88,4 +104,7 @@ class ActionModule(DecisionAction):
             "running_perf": the_plan.get("running_perf"), "server_args": the_plan.get("server_args"),
             "running_timeline": the_plan.get("running_timeline"),
             "now": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            # A server group's nodes: every node's word, judged together (deploy_plan.group_failure).
+            "group": args.get("server_group") or None, "group_said": args.get("group_said"),
+            "since": the_plan.get("started"),
         }

@@ -18,7 +18,7 @@ from ansible.template import trust_as_template
 # What ansible.builtin.template and its lookup add to a template's variables (ansible_managed,
 # template_path...): the same call, so that the texts are byte for byte the lookup's.
 from ansible._internal._templating import _template_vars
-from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, service_config
+from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, server_group, service_config
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction, plain
 
 FACTS_MODULE = "inferops.sglang.sglang_facts"
@@ -55,6 +55,7 @@ ARGUMENT_SPEC = dict(
     unit_template=dict(type="str", default="sglang.service.j2"),
     env_template=dict(type="str", default="sglang.env.j2"),
     checker=dict(type="str", default="validate_server_args.py"),
+    server_group=dict(type="dict", default={}),
 )
 
 
@@ -92,14 +93,27 @@ class ActionModule(DecisionAction):
             # secrets file's: a task result is printed (-v, callbacks); sglang_state's own
             # no_log option takes it from the API key.
             write_config=dict((name, desired[name]) for name in decided.get("write") or () if name != "secrets"),
-            config_id=config["wants"]["config_id"], perf_gate=args["perf_gate"],
+            config_id=config["wants"]["config_id"], perf_gate=self.perf_gate(args),
             running_perf=(facts.get("deployed") or {}).get("perf"),
             # The known-good's own start on this host: the health gate's stall limits.
             running_timeline=(facts.get("deployed") or {}).get("timeline"),
             started=args["started"] if args["started"] is not None else time.time(), changed=False)
-        if read:
-            decided["ansible_facts"] = {"sglang": facts}
+        facts_out = {"sglang": facts} if read else {}
+        if args["server_group"]:
+            # What the other nodes check before any of them changes: a node cannot restart alone.
+            facts_out["sglang_node_plan"] = {"restart": bool(decided.get("restart")), "variant": args["variant"],
+                                             "at": decided["started"]}
+        if facts_out:
+            decided["ansible_facts"] = facts_out
         return decided
+
+    @staticmethod
+    def perf_gate(args):
+        """A node of a server group other than rank 0 has no API to measure: rank 0's gate is the group's."""
+        group = args["server_group"]
+        if group and not group.get("face"):
+            return dict(args["perf_gate"], enabled=False, record=False)
+        return args["perf_gate"]
 
     def config(self, host, args, task_vars):
         """What the deploy runs: the server's arguments, its command line, the files' texts."""
@@ -107,6 +121,9 @@ class ActionModule(DecisionAction):
             server_args = service_config.server_args(args)
         except service_config.ConfigError as exc:
             raise AnsibleActionFail("%s: %s. Nothing was changed." % (host, exc))
+        problem = server_group.parallel_problem(args["server_group"], server_args)
+        if problem:
+            raise AnsibleActionFail(problem)
         files = service_config.paths(args["unit"], args["state_dir"])
         argv, exec_start = service_config.command_line(args, server_args, files)
         wants = self.wants(host, args, self.desired(args, task_vars, exec_start), files)

@@ -29,6 +29,7 @@ class ActionModule(DecisionAction):
         check_fit=dict(type="bool", default=True),
         unit=dict(type="str", default="sglang.service"),
         adopt=dict(type="str", default=""),
+        nnodes=dict(type="int", default=1),
     )
 
     def decide(self, args, task_vars):
@@ -43,7 +44,7 @@ class ActionModule(DecisionAction):
         verdict = preflight.preflight(
             found["gpu"], task_vars.get("inventory_hostname"), args["host_class"], args["gpu_model"],
             args["envelope"], models, args["model_path"], draft, args["attention_backend_sm"], args["check_fit"],
-            args["unit"], args["adopt"])
+            args["unit"], args["adopt"], args["nnodes"])
         fit = verdict["fit"]
         said = {"changed": False, "problems": verdict["problems"], "fit": fit, "ansible_facts": {"gpu": found["gpu"]},
                 "msg": fit["explanation"] if fit else "memory fit not checked"}

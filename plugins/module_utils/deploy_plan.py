@@ -44,6 +44,9 @@ AFTER_RESTART = "failed_after_restart"
 # refused a command): the service it restarted is not proven, so it is rolled back; the
 # configuration is not to blame, so it is not remembered (a re-run tries it again).
 TASK_FAILED = "task_failed"
+# A node of a server group passed its own gates but another node did not (or did not say): one
+# node down is the whole server down, so every node rolls back (and remembers the configuration).
+GROUP_NODE_FAILED = "group_node_failed"
 
 
 class PlanError(ValueError):
@@ -387,7 +390,11 @@ def _decide(the_plan, run):
         return _ended(FAILED, BAD_ARGUMENT, False, rejected)
     if run.get("check_mode"):
         return _ended(CHECK, None, False, the_plan["would"])
+    peer = group_failure(run.get("group"), run.get("group_said"), run["variant"], run.get("since"))
     if gate and gate.get("state") != "healthy":
+        if peer and peer["first"] and gate.get("cause") == "stalled":
+            # This node only waited for the one that fell: the cause is that node's.
+            return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate)
         return _ended(ROLLED_BACK, gate.get("cause"), True, perf=perf, gate=gate)
     if perf and perf["verdict"] in FAILING_VERDICTS:
         return _ended(ROLLED_BACK, perf["verdict"], True, perf=perf, gate=gate)
@@ -395,7 +402,64 @@ def _decide(the_plan, run):
         # A task failed on its own (not a gate): a service it restarted is not proven.
         return _ended(ROLLED_BACK if restarted else FAILED, TASK_FAILED if restarted else None, restarted,
                       run["failure"], perf, gate)
+    if peer and restarted:
+        return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate)
     return _ended(DEPLOYED if restarted else UNCHANGED, None, False, perf=perf, gate=gate)
+
+
+def node_word(group, ended, variant, at):
+    """What a node of a server group tells the others once its own gates are judged (its
+    sglang_node_outcome fact): how it ended, why, and where its start stopped."""
+    gate = ended.get("gate") or {}
+    stall = gate.get("stall") or {}
+    return {"host": group["nodes"][group["node_rank"]], "node_rank": group["node_rank"], "variant": variant,
+            "at": at, "outcome": ended["outcome"], "rollback": ended["rollback"], "cause": ended["cause"],
+            "failure": ended.get("failure") or "", "phase": stall.get("phase") or gate.get("phase"),
+            "last_line": stall.get("last_line") or ""}
+
+
+def _fell(word):
+    """A node's word says it did not pass (a stall is only a consequence when another fell first)."""
+    return word["outcome"] not in GOOD_OUTCOMES
+
+
+def _did_not_join(word):
+    return word["cause"] == "stalled" and word.get("phase") == "parallel" and \
+        "Init parallel begin." not in word["last_line"]
+
+
+def _why(word):
+    if _did_not_join(word):
+        return "did not join distributed init (its start stalled before it; last line: %s)" % (
+            word["last_line"] or "none")
+    return "%s (%s)" % (word["outcome"].replace("_", " "), word["cause"] or word["failure"] or "?")
+
+
+def group_failure(group, said, variant, since):
+    """Why every node of the server group must roll back, naming the node and its rank, or None.
+    `said`: each node's word (node_word), in rank order; one missing, of another variant or
+    older than this deploy's plan (`since`) did not say how its switch ended. The node that
+    fell by itself is named before one that only stalled waiting for it. Returns {text, first}:
+    `first` when that node failed first (by itself, never joined, or went silent), not only
+    waited as this one may have."""
+    if not group:
+        return None
+    own, words, silent = group["node_rank"], [], []
+    for rank, word in enumerate(said or []):
+        if rank == own:
+            continue
+        if not word or word.get("variant") != variant or float(word.get("at") or 0) < float(since or 0):
+            silent.append("%s (rank %d)" % (group["nodes"][rank], rank))
+        elif _fell(word):
+            words.append(word)
+    if not words and not silent:
+        return None
+    ordered = sorted(words, key=lambda w: (w["cause"] == "stalled" and not _did_not_join(w), w["node_rank"]))
+    named = ["%s (rank %d) %s" % (w["host"], w["node_rank"], _why(w)) for w in ordered[:1]]
+    named += ["%s did not say how its switch ended (unreachable or interrupted)" % node for node in silent[:1]]
+    first = bool(silent) or bool(ordered and (ordered[0]["cause"] != "stalled" or _did_not_join(ordered[0])))
+    return {"text": "server group %s: %s; the group rolls back as one" % (group["name"], "; ".join(named)),
+            "first": first}
 
 
 def deployed_perf(ended, run):

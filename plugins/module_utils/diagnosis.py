@@ -35,6 +35,8 @@ def _headline(host, variant, outcome, failure, gate, perf, cause=None):
         return "%s: %s deploy stopped before the service was restarted: %s" % (host, variant, failure)
     if cause == deploy_plan.GUARD_ACTED:
         return "%s: %s deploy undone: %s" % (host, name, failure)
+    if cause == deploy_plan.GROUP_NODE_FAILED:
+        return "%s: %s deploy rolled back with its server group: %s" % (host, name, failure)
     if cause == deploy_plan.TASK_FAILED:
         return "%s: %s deploy rolled back: a task failed after the restart, outside the gates: %s" % (
             host, name, failure)

@@ -23,12 +23,19 @@ def fit_estimate(model_cfg, draft_cfg, envelope, gpu_memory_mib):
     return result
 
 
-def _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm):
+def node_gpus(envelope, nnodes=1):
+    """The GPUs one node runs ranks on: tp_size's share when the server spans `nnodes` hosts."""
+    return int(envelope["tp_size"]) // max(1, int(nnodes))
+
+
+def _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm, nnodes=1):
     names = sorted(set(d["name"] for d in gpus["devices"]))
     problems = []
-    if names != [gpu_model] or gpus["count"] < int(envelope["tp_size"]):
-        problems.append("%s (class %s) has %sx %s; the class needs %s, at least tp_size=%s of them." % (
-            host, host_class, gpus["count"], " + ".join(names) or "no GPU", gpu_model, envelope["tp_size"]))
+    needed = node_gpus(envelope, nnodes)
+    if names != [gpu_model] or gpus["count"] < needed:
+        share = " over %d nodes: %d on each" % (nnodes, needed) if nnodes > 1 else ""
+        problems.append("%s (class %s) has %sx %s; the class needs %s, at least tp_size=%s of them%s." % (
+            host, host_class, gpus["count"], " + ".join(names) or "no GPU", gpu_model, envelope["tp_size"], share))
     backend = envelope.get("attention_backend") or ""
     capability = gpus["devices"][0]["compute_capability"] if gpus["devices"] else "none"
     if backend in backend_sm and capability not in backend_sm[backend]:
@@ -58,16 +65,16 @@ def _tenant_problems(host, gpus, tp_size, unit, adopt=""):
 
 
 def preflight(gpus, host, host_class, gpu_model, envelope, models, model_path, draft_model_path="",
-              backend_sm=None, check_fit=True, unit="sglang.service", adopt=""):
+              backend_sm=None, check_fit=True, unit="sglang.service", adopt="", nnodes=1):
     """Everything that stops a deploy before the host changes, at once: the GPUs are not the
     class's cards or too few, the attention backend does not run on them, a model folder has
     no config.json, the envelope's memory lower bound does not fit, a process outside the
     managed `unit` (and the hand-made unit being adopted, `adopt`) holds memory on a GPU the
-    deploy needs. `gpus` is gpu_facts'
-    ansible_facts.gpu, `models` sglang_facts' folder -> config.json. Returns {problems: [...],
+    deploy needs. A node of a server over `nnodes` hosts needs tp_size's share of GPUs (the
+    weights still split over the whole tp_size). `gpus` is gpu_facts' ansible_facts.gpu, `models` sglang_facts' folder -> config.json. Returns {problems: [...],
     fit: the estimate or None}."""
-    problems = _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm or {})
-    problems += _tenant_problems(host, gpus, envelope["tp_size"], unit, adopt)
+    problems = _gpu_problems(host, host_class, gpus, gpu_model, envelope, backend_sm or {}, nnodes)
+    problems += _tenant_problems(host, gpus, node_gpus(envelope, nnodes), unit, adopt)
     wanted = [model_path] + ([draft_model_path] if draft_model_path else [])
     missing = [path for path in wanted if not (models or {}).get(path)]
     if missing:

@@ -12,6 +12,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.inferops.sglang.plugins.module_utils import server_group
 from ansible_collections.inferops.sglang.plugins.module_utils.server_args import exec_start, to_argv
 
 # Where the argument checker lives on a host (the role installs it, the plan checksums it).
@@ -55,12 +56,13 @@ def translate_args(args, version, table):
 
 def server_args(inputs):
     """The server's arguments (SGLang field names): the envelope, the variant's arguments, the
-    extra arguments, the host's overrides, then where it serves from and listens, in that order
-    of precedence, translated for the pinned version."""
+    extra arguments, the host's overrides, its node of a server group, then where it serves
+    from and listens, in that order of precedence, translated for the pinned version."""
     requested = dict(inputs.get("envelope") or {})
     for layer in (variant_args(inputs.get("variants"), inputs["variant"], inputs.get("draft_model_path")),
                   inputs.get("extra_args") or {}, inputs.get("overrides") or {}):
         requested.update(layer)
+    requested.update(server_group.server_args(inputs.get("server_group")))
     requested.update(model_path=inputs.get("model_path"), host=inputs.get("host"), port=inputs.get("port"))
     return translate_args(requested, inputs.get("version"), inputs.get("flags_by_version"))
 

@@ -82,6 +82,27 @@ options:
     description: A rolled-back deploy did not end well (the host fails once its report is written).
     type: bool
     default: true
+  server_group:
+    description:
+      - The host's node of a server group (M(inferops.sglang.sglang_group)'s result); empty for a server on one
+        host. With O(group_said), the nodes are judged together - a node that passed its own gates rolls back
+        when another did not (cause C(group_node_failed), naming that node and its rank), and so does a node
+        that only stalled waiting for it.
+    type: dict
+    default: {}
+  group_said:
+    description:
+      - Every node's word, in rank order (each node's C(sglang_node_outcome) fact, null where a node has none).
+        A word of another variant, or older than this deploy's plan, counts as a node that did not say how its
+        switch ended.
+    type: list
+    elements: raw
+  publish:
+    description:
+      - Only say how this node's own gates ended, as the fact C(sglang_node_outcome) (RV(word)), for every node's
+        decision after it. Confirms nothing to the host's guard and reads no host. Needs O(server_group).
+    type: bool
+    default: false
 attributes:
   action:
     support: full
@@ -119,6 +140,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+word:
+  description: With O(publish), this node's word - C(host), C(node_rank), C(variant), C(at), C(outcome),
+    C(rollback), C(cause), C(failure), C(phase) and C(last_line) of a stalled start. Also the fact
+    C(sglang_node_outcome).
+  returned: when publish is true
+  type: dict
 outcome:
   description: C(deployed), C(unchanged), C(rolled_back), C(not_retried), C(check) or C(failed).
   returned: success

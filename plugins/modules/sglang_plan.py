@@ -162,6 +162,16 @@ options:
     description: The argument checker the role installs (its C(files/)); the plan compares its checksum.
     type: str
     default: validate_server_args.py
+  server_group:
+    description:
+      - The host's node of a server group, M(inferops.sglang.sglang_group)'s result (empty - the default - for a
+        server on one host). Its C(nnodes), C(node_rank) and C(dist_init_addr) join the server's arguments
+        (checked by the release's parser like every argument); a C(tp_size) that is not a multiple of the
+        group's nodes is refused.
+      - A node other than rank 0 has no API to measure - its plan's C(perf_gate) is off; rank 0's gate stands for
+        the group.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - inferops.sglang.decision
 notes:

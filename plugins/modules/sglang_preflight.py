@@ -72,6 +72,12 @@ options:
     description: A hand-made unit the deploy adopts and stops (its memory is no obstacle either).
     type: str
     default: ""
+  nnodes:
+    description:
+      - The nodes of the server this host is one of (M(inferops.sglang.sglang_group)'s C(nnodes)); 1 for a server on
+        one host. Each node needs C(tp_size / nnodes) of the class's GPUs; the weights still split over C(tp_size).
+    type: int
+    default: 1
 extends_documentation_fragment:
   - inferops.sglang.decision
 seealso:

@@ -102,3 +102,20 @@ def test_the_fit_is_not_estimated_when_asked_not_to_or_without_the_models():
 def test_a_fit_explains_itself():
     fit = preflight(gpus(8), "h", "blackwell", BLACKWELL, ENVELOPE, CONFIGS, MODEL, DRAFT, SM)["fit"]
     assert fit["fits"] and fit["explanation"].startswith("needs at least")
+
+
+@pytest.mark.parametrize("cards, nnodes, expected", [
+    (gpus(8), 2, []),
+    (gpus(4), 2, ["has 4x %s; the class needs %s, at least tp_size=16 of them over 2 nodes: 8 on each."
+                  % (BLACKWELL, BLACKWELL)]),
+    (gpus(8, processes=[tenant(5, 7)]), 2, ["PID 5 (/usr/bin/python3, no unit) holds memory on GPU 7"]),
+    (gpus(8, processes=[tenant(5, 4)]), 4, []),
+])
+def test_a_node_of_a_server_group_needs_its_share_of_tp_size(cards, nnodes, expected):
+    """tp_size 16 over the group's nodes: each node runs tp_size / nnodes ranks on its first GPUs."""
+    verdict = preflight(cards, "ct200", "blackwell", BLACKWELL, dict(ENVELOPE, tp_size=16), CONFIGS, MODEL, DRAFT, SM,
+                        nnodes=nnodes)
+    assert [p for p in verdict["problems"] if "cannot fit" not in p] == verdict["problems"]
+    assert len(verdict["problems"]) == len(expected), verdict["problems"]
+    for problem, words in zip(verdict["problems"], expected):
+        assert words in problem

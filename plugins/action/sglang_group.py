@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Controller side of sglang_group: which node of its server group a host is, and whether the
+group is whole in this run (server_group). The documentation is plugins/modules/sglang_group.py."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible_collections.inferops.sglang.plugins.module_utils import server_group
+from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
+
+
+class ActionModule(DecisionAction):
+    ARGUMENT_SPEC = dict(
+        name=dict(type="str", required=True),
+        nodes=dict(type="list", elements="str", required=True),
+        dist_init_addr=dict(type="str", default=""),
+        in_play=dict(type="list", elements="str", required=True),
+        batch=dict(type="list", elements="str", required=True),
+        active=dict(type="list", elements="str", required=True),
+        plans=dict(type="list", elements="raw"),
+        variant=dict(type="str", default=""),
+        since=dict(type="float"),
+    )
+
+    def decide(self, args, task_vars):
+        host = task_vars.get("inventory_hostname")
+        try:
+            group = server_group.membership(args["name"], args["nodes"], host, args["dist_init_addr"])
+        except server_group.GroupError as exc:
+            raise AnsibleActionFail(str(exc))
+        problem = server_group.whole_problem(group, args["in_play"], args["batch"], args["active"]) or \
+            server_group.restart_problem(group, args["plans"], args["variant"], args["since"])
+        if problem:
+            raise AnsibleActionFail(problem)
+        return dict(group, server_args=server_group.server_args(group), changed=False)

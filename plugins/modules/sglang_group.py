@@ -1,0 +1,121 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sglang_group
+short_description: Say which node of its SGLang server group a host is, and refuse a group this run cannot change as one
+version_added: "0.4.0"
+description:
+  - One SGLang server can span several hosts (C(--nnodes N --node-rank i --dist-init-addr HOST:PORT)). Its nodes
+    are an inventory group, in rank order - the first host is rank 0, the server's face - for which the inventory
+    sets O(name) and O(dist_init_addr).
+  - Returns the host's rank and the arguments that make it that node (RV(server_args), for
+    M(inferops.sglang.sglang_plan)'s O(inferops.sglang.sglang_plan#module:server_group)).
+  - Fails, before anything changes, when the group cannot change as one in this run - a node left out by the
+    limit, in another batch of C(serial), or failed or unreachable earlier in the run - naming each such node and
+    its rank and saying what to change. A node left behind would keep the old release and the server would be
+    down.
+  - Decides on the controller from its inputs alone (C(server_group)); it reads no host.
+author:
+  - inferops maintainers (@inferops)
+options:
+  name:
+    description: The server group's name, the inventory group that lists its nodes.
+    type: str
+    required: true
+  nodes:
+    description: The group's hosts in rank order (C(groups[name])).
+    type: list
+    elements: str
+    required: true
+  dist_init_addr:
+    description: Where the ranks meet, C(HOST:PORT) - rank 0's address and a port free on it.
+    type: str
+    default: ""
+  in_play:
+    description: The play's hosts after the limit (C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+  batch:
+    description: This batch of C(serial) (C(ansible_play_batch)).
+    type: list
+    elements: str
+    required: true
+  active:
+    description: This batch's hosts that have not failed nor been unreachable (C(ansible_play_hosts)).
+    type: list
+    elements: str
+    required: true
+  plans:
+    description:
+      - Before the switch, every node's plan of this deploy, in rank order (each node's C(sglang_node_plan) fact,
+        from M(inferops.sglang.sglang_plan); null where a node has none). The group is refused when some nodes
+        would restart and others would not - a node restarted alone cannot rejoin the others' running ranks -
+        or when a node has no plan of this deploy (of O(variant), made within 300 s of O(since)).
+      - Omitted - not checked (before the plan).
+    type: list
+    elements: raw
+  variant:
+    description: This deploy's variant, which the nodes' plans must be of.
+    type: str
+    default: ""
+  since:
+    description: When this node's first plan of this deploy started (the plan's C(started)).
+    type: float
+extends_documentation_fragment:
+  - inferops.sglang.decision.controller
+seealso:
+  - module: inferops.sglang.sglang_plan
+"""
+
+EXAMPLES = r"""
+- name: Say which node of its server group this host is, or refuse a group split by the limit
+  inferops.sglang.sglang_group:
+    name: "{{ sglang_service_server_group }}"
+    nodes: "{{ groups[sglang_service_server_group] | default([]) }}"
+    dist_init_addr: "{{ sglang_service_dist_init_addr }}"
+    in_play: "{{ ansible_play_hosts_all }}"
+    batch: "{{ ansible_play_batch }}"
+    active: "{{ ansible_play_hosts }}"
+  register: group
+"""
+
+RETURN = r"""
+server_args:
+  description: The arguments that make the host its node - C(nnodes), C(node_rank), C(dist_init_addr).
+  returned: success
+  type: dict
+node_rank:
+  description: This host's rank in the group (its place in O(nodes)).
+  returned: success
+  type: int
+nnodes:
+  description: How many nodes the group has.
+  returned: success
+  type: int
+face:
+  description: This host is rank 0 - it serves the API and is the gateway's worker.
+  returned: success
+  type: bool
+rank0:
+  description: The group's rank 0.
+  returned: success
+  type: str
+nodes:
+  description: The group's hosts in rank order.
+  returned: success
+  type: list
+  elements: str
+elapsed:
+  description: Seconds the task took.
+  returned: always
+  type: float
+"""

@@ -1,0 +1,132 @@
+"""One SGLang server over two lab hosts (a server group): ctg0 (rank 0, the face) and ctg1,
+both blackwell, 16 TP ranks, meeting at ctg0's lab address. The group deploys, switches and
+rolls back as one; a run that would change half of it is refused before anything changes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
+from tests.integration.deploying import healthy, invocation, report, reset_service
+from tests.integration.labhost import LabHost, labctl
+
+pytestmark = pytest.mark.xdist_group("server_group")
+
+NODES = ("ctg0", "ctg1")
+PORT = 29500
+
+
+def group_inventory(address: str) -> str:
+    hosts = "".join("        %s: {}\n" % name for name in NODES)
+    return ("sglang_hosts:\n  children:\n    blackwell:\n      hosts:\n" + hosts +
+            "    grp_a:\n      hosts:\n" + hosts +
+            "      vars:\n        sglang_server_group: grp_a\n"
+            "        sglang_dist_init_addr: \"%s:%d\"\n"
+            "        sglang_envelope_overrides: {tp_size: 16}\n" % (address, PORT))
+
+
+@pytest.fixture(scope="module")
+def group(lab, tmp_path_factory):
+    """ctg0 and ctg1 up, with no service; the group's inventory beside the lab's."""
+    labctl("up", *("%s:blackwell" % name for name in NODES))
+    hosts = [LabHost(name) for name in NODES]
+    inventory = tmp_path_factory.mktemp("group") / "group.yml"
+    inventory.write_text(group_inventory(labctl("address", "ctg0").stdout.strip()))
+    for host in hosts:
+        reset_service(host)
+    try:
+        yield {"hosts": hosts, "inventory": (LAB_INVENTORY, str(inventory))}
+    finally:
+        for host in hosts:
+            reset_service(host)
+        labctl("down", *NODES)
+
+
+def run(group, playbook, limit="grp_a", **extra):
+    """A group changes in one batch (the playbooks' default batch is one host)."""
+    return run_playbook("playbooks/%s.yml" % playbook, limit=limit, inventory=group["inventory"],
+                        extra_vars=dict(extra, sglang_serial=0))
+
+
+def exec_start(host) -> str:
+    return host.show("sglang.service", "ExecStart")["ExecStart"]
+
+
+def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
+    """One test, so the group is built and started once (the steps build on each other)."""
+    face, peer = group["hosts"]
+
+    # First deploy: both nodes, the same argv but the rank; rank 0 serves the API, the other
+    # answers /health with SGLang's stand-in 200 and runs its 8 ranks.
+    proc = run(group, "deploy_nextn")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert [report(h)["outcome"] for h in (face, peer)] == ["deployed", "deployed"]
+    assert "--node-rank 0" in exec_start(face) and "--node-rank 1" in exec_start(peer)
+    assert all("--nnodes 2" in exec_start(h) and "--tp-size 16" in exec_start(h) for h in (face, peer))
+    assert healthy(face) and healthy(peer)
+    assert "fired up and ready" in face.journal("sglang.service")
+    assert "fired up" not in peer.journal("sglang.service")
+    # (The kernel's name of a process titled sglang::scheduler_TP<i>: its first 15 bytes.)
+    assert peer.run("pgrep -c -x 'sglang::schedul'", check=False).stdout.strip() == "8"
+    assert api_status(face) == 200 and api_status(peer) == 404
+
+    # Half the group: refused by name before anything changes.
+    before = [invocation(h) for h in (face, peer)]
+    proc = run(group, "deploy", limit="ctg0", sglang_variant="dflash")
+    assert proc.returncode != 0
+    assert "server group grp_a: ctg1 (rank 1) not in this run" in proc.stdout, proc.stdout[-3000:]
+    assert [invocation(h) for h in (face, peer)] == before and "# variant nextn," in face.run(
+        ["cat", "/etc/systemd/system/sglang.service"]).stdout
+
+    # The group switch: both nodes change, the server serves DFLASH from rank 0.
+    proc = run(group, "deploy", sglang_variant="dflash")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert [report(h)["outcome"] for h in (face, peer)] == ["deployed", "deployed"]
+    assert all(invocation(h) != old for h, old in zip((face, peer), before))
+    assert healthy(face) and healthy(peer)
+
+    # The operator's rollback restores the group's known-good (NEXTN) on both nodes.
+    proc = run(group, "rollback")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
+
+    # A node that fails to load (node 1's rank 8 runs out of memory under DDTree): rank 0 waits
+    # for it in the KV pool's all-reduce; the whole group rolls back to NEXTN, and rank 0's
+    # cause is node 1's.
+    rolled_back(group, {"rank_error": {"phase": "load_weights", "rank": 8, "error": "cuda_oom"}})
+    assert report(peer)["cause"] == "cuda_oom", report(peer)["diagnosis"]
+    assert report(face)["cause"] == "group_node_failed", report(face)["diagnosis"]
+    assert "server group grp_a: ctg1 (rank 1) rolled back (cuda_oom)" in report(face)["diagnosis"]
+
+    # A node that never joins (its launcher hangs before its ranks start): every rank of rank 0
+    # waits in distributed init; caught as stalls, the node that did not join is named.
+    rolled_back(group, {"stall": "launch"})
+    said = " ".join(report(face)["diagnosis"].split())
+    assert "ctg1 (rank 1) did not join distributed init" in said, said
+    assert "Init parallel begin." in report(face)["diagnosis"]
+
+
+def api_status(host) -> int:
+    """/v1/models' status on the node (rank 0's API; another node has none)."""
+    return int(host.run(
+        "python3 -c \"import urllib.request as u, urllib.error as e\n"
+        "r = u.Request('http://127.0.0.1:30000/v1/models', headers={'Authorization': 'Bearer lab-api-key-not-secret'})\n"
+        "try: print(u.urlopen(r, timeout=10).status)\nexcept e.HTTPError as x: print(x.code)\"", check=False).stdout)
+
+
+def variant(host) -> str:
+    return host.run(["head", "-2", "/etc/systemd/system/sglang.service"]).stdout.split("# variant ")[1].split(",")[0]
+
+
+def rolled_back(group, faults):
+    """DDTree with `faults` on node 1: both nodes roll back to NEXTN, healthy."""
+    face, peer = group["hosts"]
+    peer.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
+    try:
+        proc = run(group, "deploy_ddtree", sglang_check_fit=False, sglang_canary=False, sglang_retry_rolled_back=True)
+    finally:
+        peer.put("/etc/inferops-lab/faults.json", "{}")
+    outcomes = [report(h)["outcome"] for h in (face, peer)]
+    assert proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (outcomes, proc.stdout[-4000:])
+    assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
