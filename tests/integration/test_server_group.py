@@ -124,7 +124,9 @@ def rolled_back(group, faults):
     face, peer = group["hosts"]
     peer.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
     try:
-        proc = run(group, "deploy_ddtree", sglang_check_fit=False, sglang_canary=False, sglang_retry_rolled_back=True)
+        # (An 8 s stall floor: the starts are meant to stall, and the test need not wait 15 s.)
+        proc = run(group, "deploy_ddtree", sglang_check_fit=False, sglang_canary=False, sglang_retry_rolled_back=True,
+                   sglang_service_health_stall=8)
     finally:
         peer.put("/etc/inferops-lab/faults.json", "{}")
     outcomes = [report(h)["outcome"] for h in (face, peer)]
