@@ -491,7 +491,9 @@ ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback ov
              "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
              "journal": ("| journal classification",), "gateway": ("| gateway",),
              "guard": ("| the controller gone",), "startup": ("| start-up,",), "tune": ("| tune,",),
-             "forks": ("| forks held",)}
+             "forks": ("| forks held",), "group": ("| server group",)}
+# The rows that are medians of BENCH_REPS runs (the fleet's: BENCH_FLEET_REPS; the others: one run).
+REPEATED = {"journal", "detection", "startup", "rollback", "guard", "idempotent"}
 ALL_ROWS = set(ROW_ORDER)
 TABLE_HEAD = ["| measurement | result | baseline / goal |", "| --- | --- | --- |"]
 GATEWAY_TAIL = "\nThe gateway rollout's fleet summary"
@@ -696,6 +698,94 @@ def bench_gateway():
     assert drain["outcomes"]["ct129"][0] == "rolled_back" and drain["outcomes"]["ct130"][0] == "skipped", drain
     assert not drain["restarted"]["ct130"] and all(drain["outcomes"][n][0] == "deployed" for n in ("ct200", "ct201"))
     return result
+
+
+GROUP_NODES = {"grp0": "blackwell", "grp1": "blackwell"}
+GROUP_NAME = "grp_bench"
+
+
+def group_inventory(placed, gateway_url=None):
+    """host_inventory's hosts, with GROUP_NODES as one server group (rank 0 first): tp_size 16
+    over their 8 + 8 GPUs, meeting at rank 0's lab address."""
+    data = json.loads(host_inventory(placed, gateway=gateway_url))
+    rank0 = placed[list(GROUP_NODES)[0]][0]
+    data["sglang_hosts"]["children"][GROUP_NAME] = {
+        "hosts": dict((name, {}) for name in GROUP_NODES),
+        "vars": {"sglang_server_group": GROUP_NAME, "sglang_dist_init_addr": "%s:29500" % rank0,
+                 "sglang_envelope_overrides": {"tp_size": 16}}}
+    return json.dumps(data)
+
+
+def bench_group():
+    """A server over two Blackwell hosts (a server group) and ct200 on its own, both workers of
+    the real smg under the gateway row's load: the group switched NEXTN -> DFLASH, the same
+    switch on ct200 alone, rollback.yml of the group; then a node that never joins (its launcher
+    hangs before its ranks start) caught as a stall."""
+    names = list(GROUP_NODES)
+    labctl("up", *("%s:%s" % kv for kv in GROUP_NODES.items()))
+    reach_over_ssh()
+    hosts = [LabHost(n) for n in names] + [HOST]
+    placed = dict((h.name, (labctl("address", h.name).stdout.strip(), GROUP_NODES.get(h.name, "blackwell")))
+                  for h in hosts)
+    folder = Path(tempfile.mkdtemp(prefix="bench-group-"))
+    plain = folder / "plain.yml"
+    plain.write_text(group_inventory(placed))
+    for host in hosts:
+        host.run(RESET_SERVICE)
+    for limit in (names, [HOST.name]):
+        first = playbook("playbooks/deploy_nextn.yml", limit, inventory=plain, sglang_serial=0)
+        assert first.returncode == 0, first.stdout[-3000:]
+    row = {}
+    workers_placed = dict((n, placed[n][0]) for n in (names[0], HOST.name))   # rank 0 and ct200
+    with gateway(workers_placed, folder / "smg.log") as url:
+        drained = folder / "gateway.yml"
+        drained.write_text(group_inventory(placed, url))
+        for name, limit in (("switch", names), ("one_host", [HOST.name])):
+            with Load(url) as load:
+                proc = playbook("playbooks/deploy.yml", limit, inventory=drained, sglang_variant="dflash",
+                                sglang_serial=0, sglang_canary=False)
+            assert proc.returncode == 0, proc.stdout[-3000:]
+            row[name] = {"wall": proc.wall, "sent": load.sent, "failed": load.failed, "errors": load.errors[:3],
+                         "back_in_gateway": all_ready(url, 2)}
+        with Load(url) as load:
+            back = playbook("playbooks/rollback.yml", names, inventory=drained)
+        assert back.returncode == 0, back.stdout[-3000:]
+        row["rollback"] = {"wall": back.wall, "sent": load.sent, "failed": load.failed}
+    hosts[1].put("/etc/inferops-lab/faults.json", json.dumps({"stall": "launch", "only_algorithm": "DDTREE"}))
+    try:
+        missing = playbook("playbooks/deploy.yml", names, inventory=plain, sglang_variant="ddtree", sglang_serial=0,
+                           sglang_canary=False, sglang_retry_rolled_back=True)
+    finally:
+        hosts[1].put("/etc/inferops-lab/faults.json", "{}")
+    said = dict((n, bench_report(n)) for n in names)
+    face = said[names[0]]
+    assert [said[n]["outcome"] for n in names] == ["rolled_back", "rolled_back"], face["diagnosis"]
+    row["missing"] = {"wall": missing.wall, "caught": face["health"]["elapsed"], "cause": face["cause"],
+                      "named": "%s (rank 1) did not join" % names[1] in " ".join(face["diagnosis"].split()),
+                      "stall_floor": 15}
+    for host in hosts:
+        host.run(RESET_SERVICE)
+    labctl("down", *names)
+    reach_over_ssh()
+    assert row["switch"]["failed"] == 0 and row["rollback"]["failed"] == 0 and row["missing"]["named"], row
+    return row
+
+
+def group_lines(row):
+    switch, one, missing = row["switch"], row["one_host"], row["missing"]
+    return [
+        "| server group: `deploy.yml` NEXTN -> DFLASH to one server over 2 Blackwell hosts (tp 16), rank 0 and ct200 "
+        "behind the real `smg` under the gateway row's load | %.1f s; sent %d, failed %d; back in the gateway: %s | "
+        "the same switch of ct200 alone, same load: %.1f s (sent %d, failed %d); the group takes %.2fx; failed must "
+        "be 0 |" % (switch["wall"], switch["sent"], switch["failed"], switch["back_in_gateway"], one["wall"],
+                    one["sent"], one["failed"], switch["wall"] / one["wall"]),
+        "| server group: `rollback.yml` of the group (back to NEXTN), same load | %.1f s; sent %d, failed %d | "
+        "failed must be 0 |" % (row["rollback"]["wall"], row["rollback"]["sent"], row["rollback"]["failed"]),
+        "| server group: a node that never joins (its launcher hangs before its ranks start), DDTREE | caught in "
+        "%.1f s (stall floor %d s), cause `%s` naming the node: %s; both nodes back on NEXTN, healthy, in %.1f s "
+        "in all | before: every rank waits in distributed init until `--dist-timeout` (torch's 600 s when "
+        "unset) |" % (missing["caught"], missing["stall_floor"], missing["cause"], missing["named"], missing["wall"]),
+    ]
 
 
 TUNE_FLEET = {"ct129": "a6000", "ct130": "a6000", "ct200": "blackwell"}
@@ -937,8 +1027,10 @@ def merged_results(old, measured, rows, gateway_tail, started):
     header += [line for line in prose[1:] if AGAIN in line
                and set(line.split(": ", 1)[1].split(AGAIN)[0].split(", ")) - set(measured)]
     kinds = sorted(measured)
-    header.append("%s: %s%s (`python bench/bench.py %s`; medians of %d runs, fleet rows: %d)." % (
-        started, ", ".join(kinds), AGAIN, " ".join(kinds), REPS, FLEET_REPS))
+    runs = (["medians of %d runs" % REPS] if REPEATED & set(kinds) else []) + \
+        (["fleet rows: medians of %d" % FLEET_REPS] if "fleet" in kinds else [])
+    header.append("%s: %s%s (`python bench/bench.py %s`%s)." % (
+        started, ", ".join(kinds), AGAIN, " ".join(kinds), "; " + ", ".join(runs) if runs else ""))
     merged = dict((kind, rows[kind] if kind in measured else
                    [line for line in old_lines if line.startswith(ROW_ORDER[kind])]) for kind in ROW_ORDER)
     if "gateway" not in measured and GATEWAY_TAIL in old:
@@ -969,6 +1061,7 @@ def main():
     guard = progress("guard", bench_guard) if "guard" in only else None
     started_up = progress("startup", bench_startup) if "startup" in only else None
     tuned = progress("tune", bench_tune) if "tune" in only else None
+    grouped = progress("group", bench_group) if "group" in only else None
     header = ("%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
               "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
               "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
@@ -1047,6 +1140,8 @@ def main():
         rows["tune"] = tune_lines(tuned)
     if forks:
         rows["forks"] = forks_lines(forks)
+    if grouped:
+        rows["group"] = group_lines(grouped)
     gateway_tail = ""
     if gateway_row:
         rows["gateway"] += gateway_lines(gateway_row)

@@ -102,7 +102,8 @@ class ActionModule(DecisionAction):
         if args["server_group"]:
             # What the other nodes check before any of them changes: a node cannot restart alone.
             facts_out["sglang_node_plan"] = {"restart": bool(decided.get("restart")), "variant": args["variant"],
-                                             "at": decided["started"]}
+                                             "at": decided["started"],
+                                             "release": os.path.basename(args["release"].rstrip("/"))}
         if facts_out:
             decided["ansible_facts"] = facts_out
         return decided

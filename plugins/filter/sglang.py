@@ -72,12 +72,14 @@ def sglang_prunable(found, keep, in_use):
     return release.prunable(_plain(found), keep, _plain(in_use))
 
 
-def sglang_deploy_phases(play_hosts, classes, enabled=False, earlier=None):
+def sglang_deploy_phases(play_hosts, classes, enabled=False, earlier=None, server_groups=None):
     """Where each host deploys: its class's canary or the rest (canary.phases); `earlier`: the
-    rows of the job that deployed the canaries (sglang_canary_outcomes), or None."""
+    rows of the job that deployed the canaries (sglang_canary_outcomes), or None;
+    `server_groups`: the hosts' server groups (a node of one is never a canary)."""
     from ansible_collections.inferops.sglang.plugins.module_utils import canary
     return canary.phases([str(h) for h in play_hosts], [str(c or "") for c in classes], bool(enabled),
-                         _plain(earlier) if earlier is not None else None)
+                         _plain(earlier) if earlier is not None else None,
+                         [str(g or "") for g in server_groups or []])
 
 
 def sglang_install_source(install, wheelhouse=""):

@@ -20,7 +20,7 @@ SKIPPED = "skipped"
 GOES_ON = ("deployed", "unchanged", "check")
 
 
-def phases(play_hosts, classes, enabled, earlier=None):
+def phases(play_hosts, classes, enabled, earlier=None, server_groups=None):
     """Where each host deploys: {host: {group, canary, class_canary, earlier}}. `classes` are
     the play hosts' classes, in the same order (empty: no class). With the canary on, the first
     host of each class in the play's order (the inventory's, after --limit) is its class's
@@ -32,15 +32,23 @@ def phases(play_hosts, classes, enabled, earlier=None):
     class's hosts all follow the canary that job deployed (`earlier`: its report, for
     verdict()), and a class that job had no canary for follows none: its hosts are skipped.
     So job slices, which each see only their own hosts, still move a class only after its one
-    canary kept the variant."""
+    canary kept the variant.
+
+    `server_groups`: the hosts' server groups, in the same order (empty: a server on one host).
+    A node of a server group is never a canary (a canary is one host, and a group changes as
+    one): it deploys with the rest, after its class's canary, and a class of groups alone has
+    no canary."""
     if earlier is not None:
         return _after_earlier(play_hosts, classes, earlier)
+    groups = list(server_groups or [])
+    alone = [not (groups[i] if i < len(groups) else "") for i in range(len(play_hosts))]
     first = {}
-    for host, host_class in zip(play_hosts, classes):
-        first.setdefault(host_class or UNCLASSED, host)
+    for host, host_class, single in zip(play_hosts, classes, alone):
+        if single:
+            first.setdefault(host_class or UNCLASSED, host)
     said = {}
     for host, host_class in zip(play_hosts, classes):
-        canary = first[host_class or UNCLASSED] if enabled else None
+        canary = first.get(host_class or UNCLASSED) if enabled else None
         said[host] = {"group": CANARIES if canary == host else REST, "canary": canary == host, "class_canary": canary,
                       "earlier": None}
     return said

@@ -172,6 +172,12 @@ def status(facts, host, last=None):
         _health_word(facts), unit.get("active_state"), unit.get("sub_state"),
         kept, last.get("outcome") or "no report", last.get("time") or "")
     line = line.rstrip()
+    group = last.get("group") or {}
+    if group.get("name"):
+        # (A node other than rank 0 answers /health with SGLang's stand-in 200: rank 0 says the server's.)
+        nodes = group.get("nodes") or []
+        line += "\n  node %s of server group %s (%s); rank 0's health is the server's" % (
+            group.get("node_rank"), group["name"], ", ".join(nodes) or "?")
     if facts.get("guard"):
         line += "\n  the host's guard: " + guard.said(facts["guard"])
     if running.get("timeline") and not pending:

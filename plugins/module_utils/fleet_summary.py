@@ -29,11 +29,14 @@ def after(report):
 def row(report):
     """One host's summary, as data (the JSON copy) from its report."""
     perf = report.get("perf") or {}
-    return {"host": report.get("host"), "class": report.get("class") or None,
+    data = {"host": report.get("host"), "class": report.get("class") or None,
             "before": report.get("before"), "after": after(report), "variant": report.get("variant"),
             "outcome": report.get("outcome"), "ratio": perf.get("ratio"),
             "cause": cause(report),
             "seconds": report.get("seconds")}
+    if report.get("group"):   # a node of a server group
+        data.update(group=report["group"].get("name"), node_rank=report["group"].get("node_rank"))
+    return data
 
 
 # The key of the job's artifacts (set_stats data, which ansible-runner and AWX keep) that maps
@@ -92,8 +95,33 @@ def _cells(data):
             NONE if ratio is None else "%.2fx" % ratio, NONE if seconds is None else "%.0f s" % seconds)
 
 
+def by_server(rows):
+    """One row per server: a server group's nodes as one, named `group (rank 0, rank 1, ...)`,
+    with rank 0's variant, speed and cause, the slowest node's time, and the nodes' outcomes
+    when they differ (`deployed/rolled_back`)."""
+    servers, groups = [], {}
+    for data in rows:
+        if data.get("group"):
+            groups.setdefault(data["group"], []).append(data)
+        else:
+            servers.append(data)
+    for name, nodes in groups.items():
+        nodes = sorted(nodes, key=lambda data: (data.get("node_rank") is None, data.get("node_rank") or 0))
+        outcomes = []
+        for data in nodes:
+            if data.get("outcome") not in outcomes:
+                outcomes.append(data.get("outcome"))
+        seconds = [data["seconds"] for data in nodes if data.get("seconds") is not None]
+        causes = [data["cause"] for data in nodes if data.get("cause")]
+        servers.append(dict(nodes[0], host="%s (%s)" % (name, ", ".join(data["host"] or NONE for data in nodes)),
+                            outcome="/".join(str(o) for o in outcomes), cause=nodes[0].get("cause") or
+                            (causes[0] if causes else None), seconds=max(seconds) if seconds else None))
+    return servers
+
+
 def lines(rows):
-    """The table the callback prints: a header and one aligned line per host, by host name."""
-    table = [COLUMNS] + [_cells(data) for data in sorted(rows, key=lambda data: data["host"] or "")]
+    """The table the callback prints: a header and one aligned line per server (a server
+    group's nodes on one), by name."""
+    table = [COLUMNS] + [_cells(data) for data in sorted(by_server(rows), key=lambda data: data["host"] or "")]
     widths = [max(len(cells[column]) for cells in table) for column in range(len(COLUMNS))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(cells, widths)).rstrip() for cells in table]

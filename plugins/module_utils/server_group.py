@@ -125,6 +125,13 @@ def restart_problem(group, plans, variant, since):
     if unplanned:
         return ("server group %s: %s has no plan in this deploy; a group changes as one. %s"
                 % (group["name"], _named(group, unplanned), NOTHING))
+    releases = sorted(set(p.get("release") for p in fresh))
+    if len(releases) > 1:
+        said = ", ".join("%s (rank %d): %s" % (node, rank, p.get("release"))
+                         for rank, (node, p) in enumerate(zip(group["nodes"], fresh)))
+        return ("server group %s: its nodes would run different releases (%s); every node of a server runs one "
+                "release: give them the same sglang_build settings (version, patches, packages). %s"
+                % (group["name"], said, NOTHING))
     restarting = [node for node, p in zip(group["nodes"], fresh) if p["restart"]]
     if restarting and len(restarting) < len(group["nodes"]):
         staying = [node for node in group["nodes"] if node not in restarting]

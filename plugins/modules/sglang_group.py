@@ -57,9 +57,10 @@ options:
   plans:
     description:
       - Before the switch, every node's plan of this deploy, in rank order (each node's C(sglang_node_plan) fact,
-        from M(inferops.sglang.sglang_plan); null where a node has none). The group is refused when some nodes
-        would restart and others would not - a node restarted alone cannot rejoin the others' running ranks -
-        or when a node has no plan of this deploy (of O(variant), made within 300 s of O(since)).
+        from M(inferops.sglang.sglang_plan); null where a node has none). The group is refused when its nodes
+        would run different releases, when some nodes would restart and others would not - a node restarted
+        alone cannot rejoin the others' running ranks - or when a node has no plan of this deploy (of
+        O(variant), made within 300 s of O(since)).
       - Omitted - not checked (before the plan).
     type: list
     elements: raw

@@ -43,10 +43,10 @@ def group(lab, tmp_path_factory):
         labctl("down", *NODES)
 
 
-def run(group, playbook, limit="grp_a", **extra):
+def run(group, playbook, limit="grp_a", check=False, **extra):
     """A group changes in one batch (the playbooks' default batch is one host)."""
     return run_playbook("playbooks/%s.yml" % playbook, limit=limit, inventory=group["inventory"],
-                        extra_vars=dict(extra, sglang_serial=0))
+                        extra_vars=dict(extra, sglang_serial=0), check_diff=check)
 
 
 def exec_start(host) -> str:
@@ -79,9 +79,16 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     assert [invocation(h) for h in (face, peer)] == before and "# variant nextn," in face.run(
         ["cat", "/etc/systemd/system/sglang.service"]).stdout
 
-    # The group switch: both nodes change, the server serves DFLASH from rank 0.
+    # Check mode: what each node would write and restart, and nothing changes.
+    proc = run(group, "deploy", check=True, sglang_variant="dflash")
+    assert proc.returncode == 0 and "--node-rank 1" in proc.stdout, proc.stdout[-4000:]
+    assert [invocation(h) for h in (face, peer)] == before
+
+    # The group switch: both nodes change, the server serves DFLASH from rank 0; the fleet
+    # summary says it on one line.
     proc = run(group, "deploy", sglang_variant="dflash")
     assert proc.returncode == 0, proc.stdout[-4000:]
+    assert "grp_a (ctg0, ctg1)  blackwell  nextn -> dflash  deployed" in proc.stdout, proc.stdout[-2000:]
     assert [report(h)["outcome"] for h in (face, peer)] == ["deployed", "deployed"]
     assert all(invocation(h) != old for h, old in zip((face, peer), before))
     assert healthy(face) and healthy(peer)
@@ -106,6 +113,10 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     assert "ctg1 (rank 1) did not join distributed init" in said, said
     assert "Init parallel begin." in report(face)["diagnosis"]
 
+    # status.yml: each node, and which node of which group it is.
+    proc = run(group, "status")
+    assert proc.returncode == 0 and "node 1 of server group grp_a (ctg0, ctg1)" in proc.stdout, proc.stdout[-3000:]
+
 
 def api_status(host) -> int:
     """/v1/models' status on the node (rank 0's API; another node has none)."""
@@ -124,9 +135,10 @@ def rolled_back(group, faults):
     face, peer = group["hosts"]
     peer.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
     try:
-        # (An 8 s stall floor: the starts are meant to stall, and the test need not wait 15 s.)
-        proc = run(group, "deploy_ddtree", sglang_check_fit=False, sglang_canary=False, sglang_retry_rolled_back=True,
-                   sglang_service_health_stall=8)
+        # (An 8 s stall floor: the starts are meant to stall, and the test need not wait 15 s; no
+        # speed baseline: the starts fail before a speed is measured.)
+        proc = run(group, "deploy_ddtree", sglang_check_fit=False, sglang_retry_rolled_back=True,
+                   sglang_service_health_stall=8, sglang_perf_gate={"enabled": False})
     finally:
         peer.put("/etc/inferops-lab/faults.json", "{}")
     outcomes = [report(h)["outcome"] for h in (face, peer)]

@@ -48,3 +48,9 @@ LAST = {"outcome": "rolled_back", "time": "T", "diagnosis": "ct129: DDTREE deplo
         "the start-up timeline beside the known-good's"])
 def test_status(facts, last, expected):
     assert sglang_status(facts, "ct129", last) == expected
+
+
+def test_a_node_of_a_server_group_says_so():
+    last = dict(LAST, diagnosis=None, group={"name": "grp_a", "node_rank": 1, "nodes": ["ctg0", "ctg1"]})
+    assert sglang_status(FACTS, "ctg1", last).splitlines()[1] == (
+        "  node 1 of server group grp_a (ctg0, ctg1); rank 0's health is the server's")

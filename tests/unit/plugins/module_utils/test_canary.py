@@ -87,3 +87,18 @@ def test_a_slice_follows_the_canaries_of_an_earlier_job(slice_, host, go, cause,
 
 def test_without_an_earlier_job_nothing_changes():
     assert all(p["earlier"] is None for p in phases(PLAY, [CLASSES[h] for h in PLAY], True).values())
+
+
+@pytest.mark.parametrize("groups, host, canary, class_canary", [
+    # ct200 and ct201 are one server: ct200 is not blackwell's canary; no other blackwell host
+    (["", "", "grp", "grp", ""], "ct200", False, None),
+    (["", "", "grp", "grp", ""], "ct201", False, None),
+    # a single host of the class after the group is its canary; the group follows it
+    (["", "", "grp", "", ""], "ct201", True, "ct201"),
+    (["", "", "grp", "", ""], "ct200", False, "ct201"),
+    (None, "ct200", True, "ct200"),
+])
+def test_a_node_of_a_server_group_is_never_a_canary(groups, host, canary, class_canary):
+    got = phases(PLAY, [CLASSES[h] for h in PLAY], True, server_groups=groups)[host]
+    assert (got["canary"], got["class_canary"], got["group"]) == (canary, class_canary,
+                                                                  CANARIES if canary else REST)

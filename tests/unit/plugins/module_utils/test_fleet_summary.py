@@ -72,3 +72,19 @@ def test_a_rollback_row_for_the_jobs_artifacts(rollback, restored, expected):
     assert (row["host"], row["class"], said["ok"]) == ("ct129", "a6000", expected[0] != "failed")
     wanted = {"data": {"sglang_outcomes": {"ct129": row}}, "per_host": False, "aggregate": True}
     assert fleet_summary.artifact(row) == wanted
+
+
+def test_a_server_group_is_one_line_with_its_nodes():
+    node = dict(KEPT, host="ctg1", group={"name": "grp_a", "node_rank": 1, "nodes": ["ctg0", "ctg1"]},
+                perf=None, seconds=52.0)
+    face = dict(KEPT, host="ctg0", group={"name": "grp_a", "node_rank": 0, "nodes": ["ctg0", "ctg1"]})
+    rows = [row(node), row(KEPT), row(face)]
+    assert row(face)["group"] == "grp_a" and row(face)["node_rank"] == 0
+    got = lines(rows)
+    assert got[1:] == [
+        "ct200               blackwell  nextn -> ddtree  deployed  -      1.24x  41 s",
+        "grp_a (ctg0, ctg1)  blackwell  nextn -> ddtree  deployed  -      1.24x  52 s",
+    ], got
+    back = dict(face, outcome="rolled_back", cause="group_node_failed")
+    mixed = lines([row(node), row(back)])[1]
+    assert "rolled_back/deployed  group_node_failed" in mixed, mixed   # by rank: rank 0's first

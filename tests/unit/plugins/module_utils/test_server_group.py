@@ -179,7 +179,7 @@ def test_a_group_rollback_is_remembered_on_every_node_and_said_first():
                            "(rank 1) rolled back (kv_pool_oom)")
 
 
-PLAN = {"restart": True, "variant": "dflash", "at": SINCE}
+PLAN = {"restart": True, "variant": "dflash", "at": SINCE, "release": "0.5.23-4f1c2ab90d3e"}
 
 
 @pytest.mark.parametrize("plans, says", [
@@ -190,6 +190,8 @@ PLAN = {"restart": True, "variant": "dflash", "at": SINCE}
     ([PLAN, None], "gpu-b (rank 1) has no plan in this deploy"),
     ([PLAN, dict(PLAN, variant="nextn")], "gpu-b (rank 1) has no plan in this deploy"),
     ([PLAN, dict(PLAN, at=SINCE - sg.PLAN_WINDOW_S - 1)], "gpu-b (rank 1) has no plan in this deploy"),
+    ([PLAN, dict(PLAN, release="0.5.23-9d0e1f2a3b4c")], "its nodes would run different releases (gpu-a (rank 0): "
+                                                       "0.5.23-4f1c2ab90d3e, gpu-b (rank 1): 0.5.23-9d0e1f2a3b4c)"),
 ])
 def test_the_nodes_restart_together_or_none_does(plans, says):
     problem = sg.restart_problem(group(), plans, "dflash", SINCE)
