@@ -10,6 +10,14 @@ from tests.integration.deploying import reset_service
 from tests.integration.labhost import PREFIX, LabHost, labctl, podman
 
 DEFAULT_HOSTS = {"ct129": "a6000", "ct200": "blackwell"}
+# One-test modules that each take minutes. pytest-xdist (--dist loadgroup) hands out the units
+# with the most tests first and the one-test units in collection order, so these would start
+# last and run alone at the end: collected first, they start with the others.
+LONG_SINGLE_TESTS = ("test_server_group.py", "test_real_checker.py")
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: item.path.name not in LONG_SINGLE_TESTS)
 
 
 @pytest.fixture(scope="session")

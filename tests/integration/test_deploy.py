@@ -295,9 +295,10 @@ def test_old_releases_are_pruned_but_never_the_known_good_or_running_one(fresh, 
         proc = run_playbook(str(playbook), extra_vars=dict(GIT_BUILD, sglang_build_version=version, sglang_build_keep=1))
         assert proc.returncode == 0, proc.stdout[-3000:]
         built[version] = newest_release(ct129, version)
-        if version == "0.5.91":
-            # The release ids are the role's to choose: mark the two first ones as in use once built.
+        # The release ids are the role's to choose: mark the two first ones as in use once built.
+        if version == "0.5.90":
             ct129.put("/etc/sglang/known-good/meta.json", json.dumps({"release": built["0.5.90"]}))
+        if version == "0.5.91":
             ct129.put("/etc/sglang/deployed.json", json.dumps({"release": built["0.5.91"]}))
         time.sleep(1.1)   # distinct mtimes: "newest" is by the release folder's time
     left = {f"/opt/sglang/releases/{r}" for r in ct129.run("ls /opt/sglang/releases").stdout.split()}

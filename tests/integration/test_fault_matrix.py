@@ -59,11 +59,11 @@ def assert_back_to(host, before, restarted=True):
 
 @pytest.fixture(scope="module")
 def serving(lab):
-    """Both hosts serving NEXTN from a clean state (once per module: deploys are slow)."""
+    """Both hosts serving NEXTN from a clean state (once per module: deploys are slow), in one run."""
     for host in lab.values():
         reset_service(host)
-        proc = deploy("deploy_nextn", host)
-        assert proc.returncode == 0, proc.stdout[-3000:]
+    proc = run_playbook("playbooks/deploy_nextn.yml", limit=",".join(lab), extra_vars={"sglang_serial": 0})
+    assert proc.returncode == 0, proc.stdout[-3000:]
     yield lab
     for host in lab.values():
         reset_service(host)

@@ -1,5 +1,5 @@
-"""One SGLang server over two lab hosts (a server group): ctg0 (rank 0, the face) and ctg1,
-both blackwell, 16 TP ranks, meeting at ctg0's lab address. The group deploys, switches and
+"""One SGLang server over two lab hosts (a server group): ct200 (rank 0, the face; the lab's
+own) and ctg1, both blackwell, 16 TP ranks, meeting at ct200's lab address. The group deploys, switches and
 rolls back as one; a run that would change half of it is refused before anything changes."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tests.integration.labhost import LabHost, labctl
 
 pytestmark = pytest.mark.xdist_group("server_group")
 
-NODES = ("ctg0", "ctg1")
+NODES = ("ct200", "ctg1")
 PORT = 29500
 
 
@@ -28,11 +28,11 @@ def group_inventory(address: str) -> str:
 
 @pytest.fixture(scope="module")
 def group(lab, tmp_path_factory):
-    """ctg0 and ctg1 up, with no service; the group's inventory beside the lab's."""
-    labctl("up", *("%s:blackwell" % name for name in NODES))
+    """ct200 and ctg1 up, with no service; the group's inventory beside the lab's."""
+    labctl("up", "ctg1:blackwell")
     hosts = [LabHost(name) for name in NODES]
     inventory = tmp_path_factory.mktemp("group") / "group.yml"
-    inventory.write_text(group_inventory(labctl("address", "ctg0").stdout.strip()))
+    inventory.write_text(group_inventory(labctl("address", "ct200").stdout.strip()))
     for host in hosts:
         reset_service(host)
     try:
@@ -40,7 +40,7 @@ def group(lab, tmp_path_factory):
     finally:
         for host in hosts:
             reset_service(host)
-        labctl("down", *NODES)
+        labctl("down", "ctg1")
 
 
 def run(group, playbook, limit="grp_a", check=False, **extra):
@@ -73,7 +73,7 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
 
     # Half the group: refused by name before anything changes.
     before = [invocation(h) for h in (face, peer)]
-    proc = run(group, "deploy", limit="ctg0", sglang_variant="dflash")
+    proc = run(group, "deploy", limit="ct200", sglang_variant="dflash")
     assert proc.returncode != 0
     assert "server group grp_a: ctg1 (rank 1) not in this run" in proc.stdout, proc.stdout[-3000:]
     assert [invocation(h) for h in (face, peer)] == before and "# variant nextn," in face.run(
@@ -88,7 +88,7 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     # summary says it on one line.
     proc = run(group, "deploy", sglang_variant="dflash")
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert "grp_a (ctg0, ctg1)  blackwell  nextn -> dflash  deployed" in proc.stdout, proc.stdout[-2000:]
+    assert "grp_a (ct200, ctg1)  blackwell  nextn -> dflash  deployed" in proc.stdout, proc.stdout[-2000:]
     assert [report(h)["outcome"] for h in (face, peer)] == ["deployed", "deployed"]
     assert all(invocation(h) != old for h, old in zip((face, peer), before))
     assert healthy(face) and healthy(peer)
@@ -115,7 +115,7 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
 
     # status.yml: each node, and which node of which group it is.
     proc = run(group, "status")
-    assert proc.returncode == 0 and "node 1 of server group grp_a (ctg0, ctg1)" in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode == 0 and "node 1 of server group grp_a (ct200, ctg1)" in proc.stdout, proc.stdout[-3000:]
 
 
 def api_status(host) -> int:

@@ -84,3 +84,12 @@ def test_the_plan_renders_the_role_templates_as_the_template_lookup_does():
         want = lookup.run([name], variables=variables, template_vars=extra)[0]
         assert plan.render(name, variables, extra) == want
         assert "release 0.5.23-abc" in want or name == "sglang.env.j2"
+
+
+@pytest.mark.parametrize("face, enabled", [(True, True), (False, False)])
+def test_only_rank_0_of_a_server_group_measures_speed(face, enabled):
+    """A node other than rank 0 has no API: its plan's performance gate is off."""
+    gate = ActionModule.perf_gate({"server_group": {"name": "g", "node_rank": 0 if face else 1, "face": face},
+                                   "perf_gate": {"enabled": True, "record": True}})
+    assert (gate["enabled"], gate["record"]) == (enabled, enabled)
+    assert ActionModule.perf_gate({"server_group": {}, "perf_gate": {"enabled": True}}) == {"enabled": True}
