@@ -38,6 +38,10 @@ def start(host, cfg: dict, restart: str = "no", name: str = UNIT) -> None:
 
 @pytest.fixture
 def gate_host(ct129):
+    """ct129 with port 30000 free for the scripted server: a deploy test that ran before on this
+    worker may have left sglang.service serving there (the scripted server would then die at its
+    bind, "Address already in use")."""
+    ct129.run("systemctl stop sglang.service 2>/dev/null; true")
     yield ct129
     ct129.run("systemctl stop %s; systemctl reset-failed %s 2>/dev/null; true" % (UNIT, UNIT))
 
