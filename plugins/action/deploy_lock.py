@@ -12,31 +12,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import getpass
-import os
 import socket
 
 from ansible.plugins.action import ActionBase
+from ansible_collections.inferops.sglang.plugins.plugin_utils.run import process_start, run_id, run_owner
 
 MODULE = "inferops.sglang.deploy_lock"
-
-
-def process_start(pid):
-    """The kernel's start time of a process (clock ticks since boot), or None if it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as fh:
-            return fh.read().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def run_owner(task_vars):
-    pid = os.getppid()
-    controller = socket.gethostname()
-    start = process_start(pid)
-    return {"controller": controller, "user": getpass.getuser(), "pid": pid,
-            "run_id": "%s:%d:%s" % (controller, pid, start),
-            "playbook": os.path.basename(task_vars.get("ansible_play_name") or "") or "ad-hoc"}
 
 
 def holder_is_dead(holder):
@@ -44,8 +25,7 @@ def holder_is_dead(holder):
     if holder.get("controller") != socket.gethostname() or not holder.get("pid"):
         return False
     pid = int(holder["pid"])
-    return process_start(pid) is None or "%s:%d:%s" % (holder["controller"], pid, process_start(pid)) != \
-        holder.get("run_id")
+    return process_start(pid) is None or run_id(pid) != holder.get("run_id")
 
 
 class ActionModule(ActionBase):

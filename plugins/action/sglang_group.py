@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 from ansible_collections.inferops.sglang.plugins.module_utils import server_group
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
+from ansible_collections.inferops.sglang.plugins.plugin_utils.run import run_id
 
 
 class ActionModule(DecisionAction):
@@ -23,7 +24,6 @@ class ActionModule(DecisionAction):
         active=dict(type="list", elements="str", required=True),
         plans=dict(type="list", elements="raw"),
         variant=dict(type="str", default=""),
-        since=dict(type="float"),
     )
 
     def decide(self, args, task_vars):
@@ -33,7 +33,7 @@ class ActionModule(DecisionAction):
         except server_group.GroupError as exc:
             raise AnsibleActionFail(str(exc))
         problem = server_group.whole_problem(group, args["in_play"], args["batch"], args["active"]) or \
-            server_group.restart_problem(group, args["plans"], args["variant"], args["since"])
+            server_group.restart_problem(group, args["plans"], args["variant"], run_id())
         if problem:
             raise AnsibleActionFail(problem)
-        return dict(group, server_args=server_group.server_args(group), changed=False)
+        return dict(group, changed=False)

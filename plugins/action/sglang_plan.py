@@ -20,6 +20,7 @@ from ansible.template import trust_as_template
 from ansible._internal._templating import _template_vars
 from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, server_group, service_config
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction, plain
+from ansible_collections.inferops.sglang.plugins.plugin_utils.run import run_id
 
 FACTS_MODULE = "inferops.sglang.sglang_facts"
 
@@ -102,8 +103,7 @@ class ActionModule(DecisionAction):
         if args["server_group"]:
             # What the other nodes check before any of them changes: a node cannot restart alone.
             facts_out["sglang_node_plan"] = {"restart": bool(decided.get("restart")), "variant": args["variant"],
-                                             "at": decided["started"],
-                                             "release": os.path.basename(args["release"].rstrip("/"))}
+                                             "run": run_id(), "release": os.path.basename(args["release"].rstrip("/"))}
         if facts_out:
             decided["ansible_facts"] = facts_out
         return decided

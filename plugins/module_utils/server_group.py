@@ -106,21 +106,15 @@ def whole_problem(group, in_play, batch, active):
     return None
 
 
-# The nodes' first plans of one deploy run in one task, at most this far apart (forks run hosts
-# in rounds); a plan older than that is an earlier deploy's of the same run.
-PLAN_WINDOW_S = 300
-
-
-def restart_problem(group, plans, variant, since):
-    """Why the nodes cannot restart together, or None. `plans`: each node's plan of this deploy
-    (its sglang_node_plan fact: restart, variant, at), in rank order; `since`: this node's
-    first plan's start. A node restarted alone cannot join the ranks of the others, still
-    running, and they lose it: the server is down."""
+def restart_problem(group, plans, variant, run):
+    """Why the nodes cannot restart together, or None. `plans`: each node's plan (its
+    sglang_node_plan fact: restart, variant, run, release), in rank order; `run`: this run's
+    identity (an earlier run's plan, kept by a fact cache, is not this deploy's). A node
+    restarted alone cannot join the ranks of the others, still running, and they lose it: the
+    server is down."""
     if not group or plans is None:
         return None
-    oldest = float(since or 0) - PLAN_WINDOW_S
-    fresh = [p if p and p.get("variant") == variant and float(p.get("at") or 0) >= oldest else None
-             for p in plans]
+    fresh = [p if p and p.get("variant") == variant and p.get("run") == run else None for p in plans]
     unplanned = [node for node, p in zip(group["nodes"], fresh) if p is None]
     if unplanned:
         return ("server group %s: %s has no plan in this deploy; a group changes as one. %s"

@@ -16,8 +16,9 @@ description:
   - One SGLang server can span several hosts (C(--nnodes N --node-rank i --dist-init-addr HOST:PORT)). Its nodes
     are an inventory group, in rank order - the first host is rank 0, the server's face - for which the inventory
     sets O(name) and O(dist_init_addr).
-  - Returns the host's rank and the arguments that make it that node (RV(server_args), for
-    M(inferops.sglang.sglang_plan)'s O(inferops.sglang.sglang_plan#module:server_group)).
+  - Returns the host's place in the group (its rank, the group's size and rank 0), which
+    M(inferops.sglang.sglang_plan) takes as O(inferops.sglang.sglang_plan#module:server_group) and turns into the
+    node's arguments.
   - Fails, before anything changes, when the group cannot change as one in this run - a node left out by the
     limit, in another batch of C(serial), or failed or unreachable earlier in the run - naming each such node and
     its rank and saying what to change. A node left behind would keep the old release and the server would be
@@ -60,7 +61,7 @@ options:
         from M(inferops.sglang.sglang_plan); null where a node has none). The group is refused when its nodes
         would run different releases, when some nodes would restart and others would not - a node restarted
         alone cannot rejoin the others' running ranks - or when a node has no plan of this deploy (of
-        O(variant), made within 300 s of O(since)).
+        O(variant), made by this run of C(ansible-playbook) - a fact cache may keep an earlier run's).
       - Omitted - not checked (before the plan).
     type: list
     elements: raw
@@ -68,9 +69,6 @@ options:
     description: This deploy's variant, which the nodes' plans must be of.
     type: str
     default: ""
-  since:
-    description: When this node's first plan of this deploy started (the plan's C(started)).
-    type: float
 extends_documentation_fragment:
   - inferops.sglang.decision.controller
 seealso:
@@ -90,10 +88,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-server_args:
-  description: The arguments that make the host its node - C(nnodes), C(node_rank), C(dist_init_addr).
+name:
+  description: The server group's name (O(name)).
   returned: success
-  type: dict
+  type: str
+dist_init_addr:
+  description: Where the ranks meet (O(dist_init_addr)).
+  returned: success
+  type: str
 node_rank:
   description: This host's rank in the group (its place in O(nodes)).
   returned: success

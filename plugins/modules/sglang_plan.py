@@ -264,8 +264,12 @@ started:
   returned: success
   type: float
 ansible_facts:
-  description: C(sglang), the read (M(inferops.sglang.sglang_facts)'s), when the host was read.
-  returned: when read
+  description:
+    - C(sglang), the read (M(inferops.sglang.sglang_facts)'s), when the host was read.
+    - C(sglang_node_plan), for a node of a server group - whether it restarts, its variant and release, and the
+      run of C(ansible-playbook) that planned it - which M(inferops.sglang.sglang_group) compares across the
+      group's nodes before the switch.
+  returned: when read, or for a node of a server group
   type: dict
 elapsed:
   description: Seconds the task took.

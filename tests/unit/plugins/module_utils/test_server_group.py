@@ -171,7 +171,8 @@ def test_a_group_rollback_is_remembered_on_every_node_and_said_first():
                            "(rank 1) rolled back (kv_pool_oom)")
 
 
-PLAN = {"restart": True, "variant": "dflash", "at": SINCE, "release": "0.5.23-4f1c2ab90d3e"}
+RUN = "ctl:4242:889123"
+PLAN = {"restart": True, "variant": "dflash", "run": RUN, "release": "0.5.23-4f1c2ab90d3e"}
 
 
 @pytest.mark.parametrize("plans, says", [
@@ -181,10 +182,10 @@ PLAN = {"restart": True, "variant": "dflash", "at": SINCE, "release": "0.5.23-4f
     ([dict(PLAN, restart=False), PLAN], "gpu-b (rank 1) would restart but gpu-a (rank 0) would not"),
     ([PLAN, None], "gpu-b (rank 1) has no plan in this deploy"),
     ([PLAN, dict(PLAN, variant="nextn")], "gpu-b (rank 1) has no plan in this deploy"),
-    ([PLAN, dict(PLAN, at=SINCE - sg.PLAN_WINDOW_S - 1)], "gpu-b (rank 1) has no plan in this deploy"),
+    ([PLAN, dict(PLAN, run="ctl:4242:771002")], "gpu-b (rank 1) has no plan in this deploy"),
     ([PLAN, dict(PLAN, release="0.5.23-9d0e1f2a3b4c")],
      "its nodes would run different releases (gpu-a (rank 0): 0.5.23-4f1c2ab90d3e, gpu-b (rank 1): 0.5.23-9d0e1f2a3b4c)"),
 ])
 def test_the_nodes_restart_together_or_none_does(plans, says):
-    problem = sg.restart_problem(group(), plans, "dflash", SINCE)
+    problem = sg.restart_problem(group(), plans, "dflash", RUN)
     assert (problem is None) if says is None else (says in problem and problem.endswith("Nothing was changed."))
