@@ -107,10 +107,7 @@ def by_server(rows):
             servers.append(data)
     for name, nodes in groups.items():
         nodes = sorted(nodes, key=lambda data: (data.get("node_rank") is None, data.get("node_rank") or 0))
-        outcomes = []
-        for data in nodes:
-            if data.get("outcome") not in outcomes:
-                outcomes.append(data.get("outcome"))
+        outcomes = dict.fromkeys(data.get("outcome") for data in nodes)   # distinct, in rank order
         seconds = [data["seconds"] for data in nodes if data.get("seconds") is not None]
         causes = [data["cause"] for data in nodes if data.get("cause")]
         servers.append(dict(nodes[0], host="%s (%s)" % (name, ", ".join(data["host"] or NONE for data in nodes)),
