@@ -37,7 +37,7 @@ os.environ.update(INFEROPS_LAB_TIMINGS=str(REPO / "lab" / "sim_defaults.json"), 
                   INFEROPS_LAB_PREFIX="inferops-")
 from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa: E402
 from lab.labctl import RESET_SERVICE  # noqa: E402
-from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory, workers  # noqa: E402
+from tests.integration.gateway_lab import Load, all_ready, gateway, group_inventory, host_inventory, workers  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
 from ansible_collections.inferops.sglang.plugins.module_utils import service_config, tune  # noqa: E402
 
@@ -704,18 +704,6 @@ GROUP_NODES = {"grp0": "blackwell", "grp1": "blackwell"}
 GROUP_NAME = "grp_bench"
 
 
-def group_inventory(placed, gateway_url=None):
-    """host_inventory's hosts, with GROUP_NODES as one server group (rank 0 first): tp_size 16
-    over their 8 + 8 GPUs, meeting at rank 0's lab address."""
-    data = json.loads(host_inventory(placed, gateway=gateway_url))
-    rank0 = placed[list(GROUP_NODES)[0]][0]
-    data["sglang_hosts"]["children"][GROUP_NAME] = {
-        "hosts": dict((name, {}) for name in GROUP_NODES),
-        "vars": {"sglang_server_group": GROUP_NAME, "sglang_dist_init_addr": "%s:29500" % rank0,
-                 "sglang_envelope_overrides": {"tp_size": 16}}}
-    return json.dumps(data)
-
-
 def bench_group():
     """A server over two Blackwell hosts (a server group) and ct200 on its own, both workers of
     the real smg under the gateway row's load: the group switched NEXTN -> DFLASH, the same
@@ -729,7 +717,7 @@ def bench_group():
                   for h in hosts)
     folder = Path(tempfile.mkdtemp(prefix="bench-group-"))
     plain = folder / "plain.yml"
-    plain.write_text(group_inventory(placed))
+    plain.write_text(group_inventory(placed, names, GROUP_NAME))
     for host in hosts:
         host.run(RESET_SERVICE)
     for limit in (names, [HOST.name]):
@@ -739,7 +727,7 @@ def bench_group():
     workers_placed = dict((n, placed[n][0]) for n in (names[0], HOST.name))   # rank 0 and ct200
     with gateway(workers_placed, folder / "smg.log") as url:
         drained = folder / "gateway.yml"
-        drained.write_text(group_inventory(placed, url))
+        drained.write_text(group_inventory(placed, names, GROUP_NAME, url))
         for name, limit in (("switch", names), ("one_host", [HOST.name])):
             with Load(url) as load:
                 proc = playbook("playbooks/deploy.yml", limit, inventory=drained, sglang_variant="dflash",

@@ -120,16 +120,28 @@ def host_inventory(hosts, gateway=None, drain_timeout=60):
     return json.dumps({"sglang_hosts": {"children": classes}})
 
 
+def group_inventory(hosts, nodes, name, gateway=None, tp_size=16):
+    """host_inventory's hosts, with `nodes` (rank 0 first) one server group `name` whose ranks
+    meet at rank 0's lab address: the inventory as JSON text."""
+    data = json.loads(host_inventory(hosts, gateway=gateway))
+    data["sglang_hosts"]["children"][name] = {
+        "hosts": dict((node, {}) for node in nodes),
+        "vars": {"sglang_server_group": name, "sglang_dist_init_addr": "%s:29500" % hosts[nodes[0]][0],
+                 "sglang_envelope_overrides": {"tp_size": tp_size}}}
+    return json.dumps(data)
+
+
 @contextmanager
-def gateway(addresses, log_path):
-    """smg on the controller's lab address, round robin over the hosts' workers, its retries
-    off (a request a restart cuts shows as failed); yields its URL once it routes to all."""
+def gateway(addresses, log_path, port=PORT):
+    """smg on the controller's lab address (`port`, and the next for its metrics), round robin
+    over the hosts' workers, its retries off (a request a restart cuts shows as failed); yields
+    its URL once it routes to all."""
     gateway_ip = labctl("address").stdout.split()[3]
-    url = "http://%s:%d" % (gateway_ip, PORT)
+    url = "http://%s:%d" % (gateway_ip, port)
     with open(log_path, "w") as log:
-        smg = subprocess.Popen([str(BIN / "smg"), "launch", "--host", gateway_ip, "--port", str(PORT), "--policy",
+        smg = subprocess.Popen([str(BIN / "smg"), "launch", "--host", gateway_ip, "--port", str(port), "--policy",
                                 "round_robin", "--disable-retries", "--log-level", "warn", "--prometheus-host", gateway_ip,
-                                "--prometheus-port", str(PORT + 1), "--worker-urls",
+                                "--prometheus-port", str(port + 1), "--worker-urls",
                                 *("http://%s:30000" % a for a in addresses.values())],
                                stdout=log, stderr=subprocess.STDOUT)
         try:

@@ -9,43 +9,39 @@ import pytest
 
 from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
 from tests.integration.deploying import healthy, invocation, report, reset_service
+from tests.integration.gateway_lab import PORT, gateway, group_inventory, workers
 from tests.integration.labhost import LabHost, labctl
 
 pytestmark = pytest.mark.xdist_group("server_group")
 
 NODES = ("ct200", "ctg1")
-PORT = 29500
-
-
-def group_inventory(address: str) -> str:
-    hosts = "".join("        %s: {}\n" % name for name in NODES)
-    return ("sglang_hosts:\n  children:\n    blackwell:\n      hosts:\n" + hosts +
-            "    grp_a:\n      hosts:\n" + hosts +
-            "      vars:\n        sglang_server_group: grp_a\n"
-            "        sglang_dist_init_addr: \"%s:%d\"\n"
-            "        sglang_envelope_overrides: {tp_size: 16}\n" % (address, PORT))
+# smg's port for this test (the gateway and tune tests, one xdist group, hold gateway_lab.PORT).
+GATEWAY_PORT = PORT + 2
 
 
 @pytest.fixture(scope="module")
 def group(lab, tmp_path_factory):
-    """ct200 and ctg1 up, with no service; the group's inventory beside the lab's."""
+    """ct200 and ctg1 up, with no service, on their lab addresses (the gateway reaches rank 0
+    there); the group's inventory beside the lab's."""
     labctl("up", "ctg1:blackwell")
     hosts = [LabHost(name) for name in NODES]
-    inventory = tmp_path_factory.mktemp("group") / "group.yml"
-    inventory.write_text(group_inventory(labctl("address", "ct200").stdout.strip()))
+    placed = dict((name, (labctl("address", name).stdout.strip(), "blackwell")) for name in NODES)
+    folder = tmp_path_factory.mktemp("group")
+    (folder / "group.yml").write_text(group_inventory(placed, NODES, "grp_a"))
     for host in hosts:
         reset_service(host)
     try:
-        yield {"hosts": hosts, "inventory": (LAB_INVENTORY, str(inventory))}
+        yield {"hosts": hosts, "placed": placed, "dir": folder, "inventory": str(folder / "group.yml")}
     finally:
         for host in hosts:
             reset_service(host)
         labctl("down", "ctg1")
 
 
-def run(group, playbook, limit="grp_a", check=False, **extra):
+def run(group, playbook, limit="grp_a", check=False, inventory=None, **extra):
     """A group changes in one batch (the playbooks' default batch is one host)."""
-    return run_playbook("playbooks/%s.yml" % playbook, limit=limit, inventory=group["inventory"],
+    return run_playbook("playbooks/%s.yml" % playbook, limit=limit,
+                        inventory=(LAB_INVENTORY, inventory or group["inventory"]),
                         extra_vars=dict(extra, sglang_serial=0), check_diff=check)
 
 
@@ -84,19 +80,28 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     assert proc.returncode == 0 and "--node-rank 1" in proc.stdout, proc.stdout[-4000:]
     assert [invocation(h) for h in (face, peer)] == before
 
-    # The group switch: both nodes change, the server serves DFLASH from rank 0; the fleet
-    # summary says it on one line.
-    proc = run(group, "deploy", sglang_variant="dflash")
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    assert "grp_a (ct200, ctg1)  blackwell  nextn -> dflash  deployed" in proc.stdout, proc.stdout[-2000:]
-    assert [report(h)["outcome"] for h in (face, peer)] == ["deployed", "deployed"]
-    assert all(invocation(h) != old for h, old in zip((face, peer), before))
-    assert healthy(face) and healthy(peer)
+    # The group switch behind the real smg, whose one worker is rank 0 (the other node has no
+    # API): both nodes change, only rank 0 is drained and put back, and the server serves DFLASH
+    # from it; the fleet summary says it on one line. Then rollback.yml, behind the gateway too,
+    # restores the group's known-good (NEXTN) on both nodes, and rank 0 alone goes back.
+    face_url = "http://%s:30000" % group["placed"]["ct200"][0]
+    with gateway({"ct200": group["placed"]["ct200"][0]}, group["dir"] / "smg.log", port=GATEWAY_PORT) as url:
+        behind = group["dir"] / "gateway.yml"
+        behind.write_text(group_inventory(group["placed"], NODES, "grp_a", gateway=url))
+        proc = run(group, "deploy", inventory=str(behind), sglang_variant="dflash")
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        assert "grp_a (ct200, ctg1)  blackwell  nextn -> dflash  deployed" in proc.stdout, proc.stdout[-2000:]
+        assert [report(h)["outcome"] for h in (face, peer)] == ["deployed", "deployed"]
+        assert all(invocation(h) != old for h, old in zip((face, peer), before))
+        assert healthy(face) and healthy(peer)
+        assert report(face)["gateway"]["rejoined"]["msg"].endswith("back in rotation"), report(face)["gateway"]
+        assert all(not call or call.get("skipped") for call in report(peer)["gateway"].values()), report(peer)
+        assert workers(url) == {face_url: (True, "ready")}
 
-    # The operator's rollback restores the group's known-good (NEXTN) on both nodes.
-    proc = run(group, "rollback")
-    assert proc.returncode == 0, proc.stdout[-4000:]
-    assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
+        proc = run(group, "rollback", inventory=str(behind))
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
+        assert workers(url) == {face_url: (True, "ready")}
 
     # A node that fails to load (node 1's rank 8 runs out of memory under DDTree): rank 0 waits
     # for it in the KV pool's all-reduce; the whole group rolls back to NEXTN, and rank 0's
