@@ -15,7 +15,7 @@ __metaclass__ = type
 import socket
 
 from ansible.plugins.action import ActionBase
-from ansible_collections.inferops.sglang.plugins.plugin_utils.run import process_start, run_id, run_owner
+from ansible_collections.inferops.sglang.plugins.plugin_utils.run import run_id, run_owner
 
 MODULE = "inferops.sglang.deploy_lock"
 
@@ -24,8 +24,8 @@ def holder_is_dead(holder):
     """True only when we can tell: the holder ran on this controller and its process is gone."""
     if holder.get("controller") != socket.gethostname() or not holder.get("pid"):
         return False
-    pid = int(holder["pid"])
-    return process_start(pid) is None or run_id(pid) != holder.get("run_id")
+    # A process that is gone has no start time: its run id then names none.
+    return run_id(int(holder["pid"])) != holder.get("run_id")
 
 
 class ActionModule(ActionBase):

@@ -19,18 +19,22 @@ LAB_INVENTORY = str(REPO / "inventory" / "lab")
 # tests that kill or freeze a controller or a host mid-run (test_guard, spawn_deploy in
 # test_fault_matrix) keep the lab inventory's podman connection: a frozen host is unreachable
 # at once there, where SSH waits for it.
-_SSH_VARS: list[str] = []
+SSH_VARS = REPO / "build" / "lab-ssh-vars.yml"
+_SSH_VARS_MADE: list[bool] = []
 
 
 def ssh_vars_inventory() -> str:
-    """The SSH connection settings as an inventory file of this process's own (made once)."""
-    if not _SSH_VARS:
-        path = REPO / "build" / ("lab-ssh-vars-%d.yml" % os.getpid())
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(subprocess.run([sys.executable, str(REPO / "lab" / "labctl.py"), "inventory", "--ssh",
-                                        "--no-hosts"], check=True, capture_output=True, text=True).stdout)
-        _SSH_VARS.append(str(path))
-    return _SSH_VARS[0]
+    """The SSH connection settings as an inventory file (written once per process, atomically:
+    every worker writes the same text)."""
+    if not _SSH_VARS_MADE:
+        SSH_VARS.parent.mkdir(exist_ok=True)
+        text = subprocess.run([sys.executable, str(REPO / "lab" / "labctl.py"), "inventory", "--ssh", "--no-hosts"],
+                              check=True, capture_output=True, text=True).stdout
+        scratch = SSH_VARS.with_name("%s.%d" % (SSH_VARS.name, os.getpid()))
+        scratch.write_text(text)
+        scratch.replace(SSH_VARS)
+        _SSH_VARS_MADE.append(True)
+    return str(SSH_VARS)
 
 
 def _env(extra=None):
