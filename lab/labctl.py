@@ -23,6 +23,10 @@
     labctl.py release HOST           stop HOST's tenants and reset its GPUs: held memory comes back
     labctl.py reset HOST...          remove each HOST's SGLang service, its state and its faults
                                      (the releases built there stay): a host as before a deploy
+    labctl.py cut HOST               cut HOST off the lab network (podman network disconnect: its
+                                     link to the other hosts is gone, its processes run on; the
+                                     controller still reaches it, as over a management network)
+    labctl.py mend HOST              connect it again, at the address it had
 
 GPU memory is shared state on a host (sglang_sim/gpu.py): every process that uses a GPU
 (the stand-in, a tenant) holds its memory while it runs, and the lab's nvidia-smi reports
@@ -633,6 +637,35 @@ def cmd_reset(names: list[str]) -> int:
     return 0
 
 
+# Where a cut host keeps the address it had on the lab network, for `mend`.
+CUT_ADDRESS = "/etc/inferops-lab/cut-address"
+
+
+def cmd_cut(name: str) -> int:
+    """A peer whose network is cut: the host leaves the lab network, so what it sends to the
+    others (and they to it) goes nowhere, while its processes and podman exec (the controller's
+    way in, as a management network) are untouched."""
+    ctr = PREFIX + name
+    address = host_address(name)
+    put_file(ctr, CUT_ADDRESS, address)
+    podman("network", "disconnect", NETWORK, ctr)
+    print("lab: %s: cut off %s (it had %s)" % (name, NETWORK, address))
+    return 0
+
+
+def cmd_mend(name: str) -> int:
+    """The link back, at the same address (the other hosts and the inventory know it by it)."""
+    ctr = PREFIX + name
+    proc = podman("exec", ctr, "cat", CUT_ADDRESS, check=False)
+    if proc.returncode != 0:
+        raise LabError("%s was not cut (labctl cut %s)" % (name, name))
+    address = proc.stdout.strip()
+    podman("network", "connect", "--ip", address, NETWORK, ctr)
+    podman("exec", ctr, "rm", "-f", CUT_ADDRESS)
+    print("lab: %s: back on %s at %s" % (name, NETWORK, address))
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -668,6 +701,10 @@ def main(argv: list[str]) -> int:
     release.add_argument("host")
     reset = sub.add_parser("reset", help="remove the hosts' SGLang service, state and faults (releases stay)")
     reset.add_argument("hosts", nargs="+")
+    cut = sub.add_parser("cut", help="cut a host off the lab network (its processes run on)")
+    cut.add_argument("host")
+    mend = sub.add_parser("mend", help="connect a cut host again, at its address")
+    mend.add_argument("host")
     gpus = sub.add_parser("gpus", help="print the GPU file for a class (for tests)")
     gpus.add_argument("cls")
     gpus.add_argument("--count", type=int)
@@ -695,6 +732,8 @@ def main(argv: list[str]) -> int:
             return cmd_release(args.host)
         if args.cmd == "reset":
             return cmd_reset(args.hosts)
+        if args.cmd in ("cut", "mend"):
+            return (cmd_cut if args.cmd == "cut" else cmd_mend)(args.host)
         return cmd_status()
     except LabError as exc:
         print("lab: error: %s" % exc, file=sys.stderr)
