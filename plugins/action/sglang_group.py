@@ -23,10 +23,14 @@ class ActionModule(DecisionAction):
         batch=dict(type="list", elements="str", required=True),
         active=dict(type="list", elements="str", required=True),
         plans=dict(type="list", elements="raw"),
+        ready=dict(type="dict"),
         variant=dict(type="str", default=""),
     )
 
     def decide(self, args, task_vars):
+        if args["plans"] is not None and args["ready"] is not None:
+            raise AnsibleActionFail("parameters are mutually exclusive: plans|ready (say the node is ready in one task, "
+                                    "check the others in the next)")
         host = task_vars.get("inventory_hostname")
         try:
             group = server_group.membership(args["name"], args["nodes"], host, args["dist_init_addr"])
@@ -36,4 +40,8 @@ class ActionModule(DecisionAction):
             server_group.restart_problem(group, args["plans"], args["variant"], run_id())
         if problem:
             raise AnsibleActionFail(problem)
+        if args["ready"] is not None:
+            # Said by a task of its own, which the nodes run together just before the check:
+            # a node that failed before it never says it.
+            return dict(group, changed=False, ansible_facts={"sglang_node_ready": args["ready"]})
         return dict(group, changed=False)

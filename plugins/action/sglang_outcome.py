@@ -38,6 +38,7 @@ class ActionModule(DecisionAction):
         fail_on_rollback=dict(type="bool", default=True),
         server_group=dict(type="dict", default={}),
         group_said=dict(type="list", elements="raw"),
+        link=dict(type="dict"),
         publish=dict(type="bool", default=False),
     )
 
@@ -75,7 +76,7 @@ class ActionModule(DecisionAction):
         if not args["server_group"]:
             raise AnsibleActionFail("publish: true needs server_group (sglang_group's result)")
         ended = deploy_plan.outcome(the_plan, dict(run, group=None))
-        word = deploy_plan.node_word(args["server_group"], ended, args["variant"], time.time())
+        word = deploy_plan.node_word(args["server_group"], ended, args["variant"], time.time(), run.get("link"))
         return {"changed": False, "word": word, "ansible_facts": {"sglang_node_outcome": word}}
 
     def guard_fired(self, state_dir, config_id, task_vars):
@@ -106,5 +107,6 @@ class ActionModule(DecisionAction):
             "now": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             # A server group's nodes: every node's word, judged together (deploy_plan.group_failure).
             "group": args.get("server_group") or None, "group_said": args.get("group_said"),
+            "link": deploy_plan.ran(args.get("link")),
             "since": the_plan.get("started"),
         }

@@ -47,6 +47,12 @@ TASK_FAILED = "task_failed"
 # A node of a server group passed its own gates but another node did not (or did not say): one
 # node down is the whole server down, so every node rolls back (and remembers the configuration).
 GROUP_NODE_FAILED = "group_node_failed"
+# A node of a server group cannot reach rank 0 where the ranks meet (sglang_link, after the
+# gates): its ranks lost the others (or never met them), whatever its own gate saw.
+LINK_LOST = "link_lost"
+# What a node's own gate says when it only waited on the others (a hung collective, a
+# rendezvous never completed): in a group, the node that fell first is the cause.
+WAITED_CAUSES = ("stalled", "health_lost", "health_check_failed", "timeout")
 
 
 class PlanError(ValueError):
@@ -93,10 +99,12 @@ def restart_pending(paths, facts):
 
 def not_retried(facts, restarts, retry):
     """The record of an earlier rollback of exactly this configuration, when this deploy
-    would restart into it again; None when the deploy goes on."""
-    if retry or not restarts:
+    would restart into it again; None when the deploy goes on (a record whose rollback was not
+    the configuration's fault says `retry`)."""
+    record = facts.get("rolled_back")
+    if retry or not restarts or (record or {}).get("retry"):
         return None
-    return facts.get("rolled_back")
+    return record
 
 
 def snapshot_record(facts, paths):
@@ -390,11 +398,15 @@ def _decide(the_plan, run):
         return _ended(FAILED, BAD_ARGUMENT, False, rejected)
     if run.get("check_mode"):
         return _ended(CHECK, None, False, the_plan["would"])
+    link = run.get("link")
+    if restarted and link and link.get("ok") is False:
+        return dict(_ended(ROLLED_BACK, LINK_LOST, True, link.get("msg") or "", perf, gate), blameless=True)
     peer = group_failure(run.get("group"), run.get("group_said"), run["variant"], run.get("since"))
     if gate and gate.get("state") != "healthy":
-        if peer and peer["first"] and gate.get("cause") == "stalled":
+        if peer and peer["first"] and gate.get("cause") in WAITED_CAUSES:
             # This node only waited for the one that fell: the cause is that node's.
-            return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate)
+            return dict(_ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate),
+                        blameless=peer["blameless"])
         return _ended(ROLLED_BACK, gate.get("cause"), True, perf=perf, gate=gate)
     if perf and perf["verdict"] in FAILING_VERDICTS:
         return _ended(ROLLED_BACK, perf["verdict"], True, perf=perf, gate=gate)
@@ -403,19 +415,32 @@ def _decide(the_plan, run):
         return _ended(ROLLED_BACK if restarted else FAILED, TASK_FAILED if restarted else None, restarted,
                       run["failure"], perf, gate)
     if peer and restarted:
-        return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate)
+        return dict(_ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate), blameless=peer["blameless"])
     return _ended(DEPLOYED if restarted else UNCHANGED, None, False, perf=perf, gate=gate)
 
 
-def node_word(group, ended, variant, at):
+def node_word(group, ended, variant, at, link=None):
     """What a node of a server group tells the others once its own gates are judged (its
-    sglang_node_outcome fact): how it ended, why, and where its start stopped."""
+    sglang_node_outcome fact): how it ended, why, where its start stopped, and why its link to
+    rank 0 is broken (sglang_link's error), if it is."""
     gate = ended.get("gate") or {}
     stall = gate.get("stall") or {}
+    broken = link and link.get("ok") is False
     return {"host": group["nodes"][group["node_rank"]], "node_rank": group["node_rank"], "variant": variant,
             "at": at, "outcome": ended["outcome"], "rollback": ended["rollback"], "cause": ended["cause"],
             "failure": ended.get("failure") or "", "phase": stall.get("phase") or gate.get("phase"),
-            "last_line": stall.get("last_line") or ""}
+            "last_line": stall.get("last_line") or "",
+            "link": (link.get("error") or "its address is not rank 0's own") if broken else None}
+
+
+def _order(word):
+    """Which node's word is the cause: a broken link first (the others' hangs follow from it),
+    then a node that failed by itself or never joined, then one that only waited."""
+    if word["cause"] == LINK_LOST:
+        return 0
+    if word["cause"] in WAITED_CAUSES and not _did_not_join(word):
+        return 2
+    return 1
 
 
 def _fell(word):
@@ -428,7 +453,9 @@ def _did_not_join(word):
         "Init parallel begin." not in word["last_line"]
 
 
-def _why(word):
+def _why(word, group):
+    if word["cause"] == LINK_LOST:
+        return "lost its link to rank 0 at %s (%s)" % (group["dist_init_addr"], word.get("link") or "?")
     if _did_not_join(word):
         return "did not join distributed init (its start stalled before it; last line: %s)" % (
             word["last_line"] or "none")
@@ -438,10 +465,11 @@ def _why(word):
 def group_failure(group, said, variant, since):
     """Why every node of the server group must roll back, naming the node and its rank, or None.
     `said`: each node's word (node_word), in rank order; one missing, of another variant or
-    older than this deploy's plan (`since`) did not say how its switch ended. The node that
-    fell by itself is named before one that only stalled waiting for it. Returns {text, first}:
-    `first` when that node failed first (by itself, never joined, or went silent), not only
-    waited as this one may have."""
+    older than this deploy's plan (`since`) did not say how its switch ended. A node whose link
+    to rank 0 broke is named first, then one that fell by itself, then one that only waited.
+    Returns {text, first, blameless}: `first` when that node failed first (its link, by itself,
+    never joined, or went silent), not only waited as this one may have; `blameless` when its
+    link broke (the configuration is not to blame: not remembered as rolled back)."""
     if not group:
         return None
     own, words, silent = group["node_rank"], [], []
@@ -454,12 +482,12 @@ def group_failure(group, said, variant, since):
             words.append(word)
     if not words and not silent:
         return None
-    ordered = sorted(words, key=lambda w: (w["cause"] == "stalled" and not _did_not_join(w), w["node_rank"]))
-    named = ["%s (rank %d) %s" % (w["host"], w["node_rank"], _why(w)) for w in ordered[:1]]
+    ordered = sorted(words, key=lambda w: (_order(w), w["node_rank"]))
+    named = ["%s (rank %d) %s" % (w["host"], w["node_rank"], _why(w, group)) for w in ordered[:1]]
     named += ["%s did not say how its switch ended (unreachable or interrupted)" % node for node in silent[:1]]
-    first = bool(silent) or bool(ordered and (ordered[0]["cause"] != "stalled" or _did_not_join(ordered[0])))
+    first = bool(silent) or bool(ordered and _order(ordered[0]) < 2)
     return {"text": "server group %s: %s; the group rolls back as one" % (group["name"], "; ".join(named)),
-            "first": first}
+            "first": first, "blameless": bool(ordered and ordered[0]["cause"] == LINK_LOST)}
 
 
 def deployed_perf(ended, run):
@@ -498,9 +526,10 @@ def outcome(the_plan, run):
     # stopped before it restarted anything. (Back into a gateway's rotation then; after a
     # rollback, once the known-good is healthy.)
     ended["serves"] = ended["outcome"] in (DEPLOYED, UNCHANGED) or (ended["outcome"] == FAILED and not ended["rollback"])
-    # (A switch the guard undid only because its deadline came first, or one a failed task undid,
-    # did not fail by its configuration: not remembered.)
-    ended["remember"] = ended["outcome"] == ROLLED_BACK and ended["cause"] not in (GUARD_ACTED, TASK_FAILED)
+    # (A switch the guard undid only because its deadline came first, one a failed task undid, or
+    # a server group's whose link to rank 0 broke, did not fail by its configuration: not remembered.)
+    ended["remember"] = ended["outcome"] == ROLLED_BACK and ended["cause"] not in (GUARD_ACTED, TASK_FAILED) \
+        and not ended.pop("blameless", False)
     ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")
     ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged")
     ended["deployed_perf"] = deployed_perf(ended, run) if ended["record_deployed"] else None
@@ -511,10 +540,14 @@ def outcome(the_plan, run):
 def host_record(the_plan, ended, run):
     """What sglang_state records on the host once the deploy ended: what runs now (deployed),
     the configuration that was rolled back (so a re-run does not crash it again), or nothing."""
-    if ended["remember"]:
-        return {"config_id": the_plan["config_id"],
-                "rolled_back": {"time": run.get("now"), "variant": run.get("variant"),
-                                "cause": ended["cause"] or "?", "release": run.get("release")}}
+    if ended["rollback"]:
+        rolled_back = {"time": run.get("now"), "variant": run.get("variant"), "cause": ended["cause"] or "?",
+                       "release": run.get("release")}
+        if not ended["remember"]:
+            # Not the configuration's fault (a task failed, a group's link broke): on the record,
+            # and a re-run tries it again. (Every rollback writes one: its write notifies the handler.)
+            rolled_back["retry"] = True
+        return {"config_id": the_plan["config_id"], "rolled_back": rolled_back}
     if ended["record_deployed"]:
         deployed = {"variant": run.get("variant"), "release": run.get("release"),
                     "server_args": run.get("server_args"), "perf": ended["deployed_perf"],

@@ -37,6 +37,8 @@ def _headline(host, variant, outcome, failure, gate, perf, cause=None):
         return "%s: %s deploy undone: %s" % (host, name, failure)
     if cause == deploy_plan.GROUP_NODE_FAILED:
         return "%s: %s deploy rolled back with its server group: %s" % (host, name, failure)
+    if cause == deploy_plan.LINK_LOST:
+        return "%s: %s deploy rolled back: its link to rank 0 is broken: %s" % (host, name, failure)
     if cause == deploy_plan.TASK_FAILED:
         return "%s: %s deploy rolled back: a task failed after the restart, outside the gates: %s" % (
             host, name, failure)

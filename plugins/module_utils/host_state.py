@@ -10,7 +10,8 @@ service account and folders a deploy expects. Pure Python (no Ansible imports).
   stops between those two renames keeps a complete snapshot in known-good.prev/, which every
   reader here takes, and the next snapshot or restore puts back first.
 - deployed.json: the record of what runs, written once the service is proven healthy.
-- rolled-back/<config id>.json: configurations that were rolled back (not retried).
+- rolled-back/<config id>.json: configurations that were rolled back (not retried unless the
+  record says `retry`: the configuration was not to blame).
 """
 
 from __future__ import absolute_import, division, print_function

@@ -107,18 +107,22 @@ def whole_problem(group, in_play, batch, active):
 
 
 def restart_problem(group, plans, variant, run):
-    """Why the nodes cannot restart together, or None. `plans`: each node's plan (its
-    sglang_node_plan fact: restart, variant, run, release), in rank order; `run`: this run's
-    identity (an earlier run's plan, kept by a fact cache, is not this deploy's). A node
-    restarted alone cannot join the ranks of the others, still running, and they lose it: the
-    server is down."""
+    """Why the nodes cannot restart together, or None. `plans`: each node's plan as it said it
+    is ready to switch (its sglang_node_ready fact, a copy of its sglang_node_plan: restart,
+    variant, run, release), in rank order; `run`: this run's identity (an earlier run's plan,
+    kept by a fact cache, is not this deploy's). A node restarted alone cannot join the ranks
+    of the others, still running, and they lose it: the server is down.
+
+    A node that failed before it said so (its preflight, its build) is not ready, though it
+    still counts among the play's active hosts: ansible-core runs its block's rescue only
+    after the others' next tasks, and a host being rescued has not failed."""
     if not group or plans is None:
         return None
     fresh = [p if p and p.get("variant") == variant and p.get("run") == run else None for p in plans]
     unplanned = [node for node, p in zip(group["nodes"], fresh) if p is None]
     if unplanned:
-        return ("server group %s: %s has no plan in this deploy; a group changes as one. %s"
-                % (group["name"], _named(group, unplanned), NOTHING))
+        return ("server group %s: %s is not ready to switch in this deploy (it stopped before it: its own error "
+                "says why); a group changes as one. %s" % (group["name"], _named(group, unplanned), NOTHING))
     releases = sorted(set(p.get("release") for p in fresh))
     if len(releases) > 1:
         said = ", ".join("%s (rank %d): %s" % (node, rank, p.get("release"))
@@ -133,4 +137,24 @@ def restart_problem(group, plans, variant, run):
                 "stopped it); a node restarted alone cannot rejoin the others' running ranks. Deploy a change "
                 "every node shares, or restart the group (playbooks/rollback.yml restores its known-good). %s"
                 % (group["name"], _named(group, restarting), _named(group, staying), NOTHING))
+    return None
+
+
+def link_problem(group, probe):
+    """What a node's probe of the place where the ranks meet (sglang_link's) says is broken, or
+    None. `probe`: reached (a TCP connect to dist_init_addr got an answer: the store accepted,
+    or the host refused, so the path is there), local (rank 0 only: the address is one of its
+    own), error. The ranks of a node that cannot reach rank 0 never join, or lose the others."""
+    if not group or not probe:
+        return None
+    node, rank, addr = group["nodes"][group["node_rank"]], group["node_rank"], group["dist_init_addr"]
+    if group["face"] and probe.get("local") is False:
+        return ("server group %s: %s (rank 0) does not hold %s's address now (its network is down, or "
+                "sglang_dist_init_addr names another host): the ranks meet at rank 0. Mend its network, or set "
+                "sglang_dist_init_addr to an address of %s." % (group["name"], node, addr, node))
+    if probe.get("reached") is False:
+        return ("server group %s: %s (rank %d) cannot reach rank 0 (%s) at %s: %s; its ranks cannot meet the "
+                "others'. Mend the network between them, or set sglang_dist_init_addr to an address of %s every "
+                "node reaches." % (group["name"], node, rank, group["rank0"], addr, probe.get("error") or "?",
+                                   group["rank0"]))
     return None

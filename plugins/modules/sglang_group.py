@@ -55,13 +55,24 @@ options:
     type: list
     elements: str
     required: true
+  ready:
+    description:
+      - Say that this node is ready to switch - read, locked, preflighted and built - with its plan (its
+        C(sglang_node_plan) fact, from M(inferops.sglang.sglang_plan)), as the fact C(sglang_node_ready) the
+        other nodes check next (O(plans)).
+      - Run by the nodes together, just before the check. A node that failed earlier never says it; it still
+        counts among the play's active hosts until its block's rescue has run, which ansible-core runs after the
+        other hosts' next tasks.
+      - Mutually exclusive with O(plans).
+    type: dict
   plans:
     description:
-      - Before the switch, every node's plan of this deploy, in rank order (each node's C(sglang_node_plan) fact,
-        from M(inferops.sglang.sglang_plan); null where a node has none). The group is refused when its nodes
-        would run different releases, when some nodes would restart and others would not - a node restarted
-        alone cannot rejoin the others' running ranks - or when a node has no plan of this deploy (of
-        O(variant), made by this run of C(ansible-playbook) - a fact cache may keep an earlier run's).
+      - Before the switch, every node's plan of this deploy as it said it is ready, in rank order (each node's
+        C(sglang_node_ready) fact, see O(ready); null where a node has none). The group is refused when a node is
+        not ready (it stopped before; a plan of another O(variant), or made by another run of
+        C(ansible-playbook) - a fact cache may keep an earlier run's - is not this deploy's), when its nodes would
+        run different releases, or when some nodes would restart and others would not - a node restarted alone
+        cannot rejoin the others' running ranks.
       - Omitted - not checked (before the plan).
     type: list
     elements: raw
@@ -77,7 +88,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Say which node of its server group this host is, or refuse a group split by the limit
-  inferops.sglang.sglang_group:
+  inferops.sglang.sglang_group: &group_inputs
     name: "{{ sglang_service_server_group }}"
     nodes: "{{ groups[sglang_service_server_group] | default([]) }}"
     dist_init_addr: "{{ sglang_service_dist_init_addr }}"
@@ -85,6 +96,18 @@ EXAMPLES = r"""
     batch: "{{ ansible_play_batch }}"
     active: "{{ ansible_play_hosts }}"
   register: group
+
+# ... each node's plan, preflight and build, then, the nodes together:
+- name: Say that this node is ready to switch with the others
+  inferops.sglang.sglang_group:
+    <<: *group_inputs
+    ready: "{{ ansible_facts.sglang_node_plan }}"
+
+- name: Stop here unless every node is ready and restarts with the others
+  inferops.sglang.sglang_group:
+    <<: *group_inputs
+    plans: "{{ groups[sglang_service_server_group] | map('extract', hostvars, 'ansible_facts') | map(attribute='sglang_node_ready', default={}) }}"
+    variant: dflash
 """
 
 RETURN = r"""
@@ -117,6 +140,14 @@ nodes:
   returned: success
   type: list
   elements: str
+ansible_facts:
+  description: With O(ready), C(sglang_node_ready) - the plan it was given.
+  returned: when O(ready) is given
+  type: dict
+  contains:
+    sglang_node_ready:
+      description: This node's plan, said ready to switch.
+      type: dict
 elapsed:
   description: Seconds the task took.
   returned: always

@@ -22,8 +22,9 @@ description:
     gone. When the guard had already restored the known-good (its deadline came first), says so (cause
     C(guard_acted_first)) instead; nothing is recorded.
   - A task that failed after the restart, outside the gates (a module error, a host that refused a command), ends
-    C(rolled_back) with cause C(task_failed), its message quoted in the diagnosis; the configuration is not
-    remembered as rolled back, so a re-run tries it again.
+    C(rolled_back) with cause C(task_failed), its message quoted in the diagnosis; the configuration is not to
+    blame - its record says C(retry), so a re-run tries it again. So is a server group's rollback because a node's
+    link to rank 0 broke (C(link_lost)).
   - Before any rollback of a guarded switch (a failed gate, a slow variant, a failed task), reads the guard's
     files without touching them (the rollback still needs it armed). When the guard had already restored the
     known-good (the host was gone past its deadline, so what the gates saw after was that restore), the cause is
@@ -87,9 +88,17 @@ options:
       - The host's node of a server group (M(inferops.sglang.sglang_group)'s result); empty for a server on one
         host. With O(group_said), the nodes are judged together - a node that passed its own gates rolls back
         when another did not (cause C(group_node_failed), naming that node and its rank), and so does a node
-        that only stalled waiting for it.
+        whose own gate only waited on the others (it stalled, lost its health, timed out) when another fell first.
+        A node whose link to rank 0 is broken (O(link)) is named first - the others' hangs follow from it.
     type: dict
     default: {}
+  link:
+    description:
+      - A node of a server group - M(inferops.sglang.sglang_link)'s result after the gates. A restarted node whose
+        link to rank 0 is broken rolls back with cause C(link_lost) (whatever its own gate saw), and its word says
+        why, for the other nodes' cause.
+      - Omitted or skipped - not judged.
+    type: dict
   group_said:
     description:
       - Every node's word, in rank order (each node's C(sglang_node_outcome) fact, null where a node has none).
@@ -142,8 +151,8 @@ EXAMPLES = r"""
 RETURN = r"""
 word:
   description: With O(publish), this node's word - C(host), C(node_rank), C(variant), C(at), C(outcome),
-    C(rollback), C(cause), C(failure), C(phase) and C(last_line) of a stalled start. Also the fact
-    C(sglang_node_outcome).
+    C(rollback), C(cause), C(failure), C(phase) and C(last_line) of a stalled start, and C(link) (why its link to
+    rank 0 is broken, or null). Also the fact C(sglang_node_outcome).
   returned: when publish is true
   type: dict
 outcome:
@@ -152,7 +161,8 @@ outcome:
   type: str
   sample: rolled_back
 cause:
-  description: Why (the gate's cause, C(slower_than_baseline), C(bad_argument), C(guard_acted_first), C(task_failed), ...); null.
+  description: Why (the gate's cause, C(slower_than_baseline), C(bad_argument), C(guard_acted_first), C(task_failed),
+    C(group_node_failed), C(link_lost), ...); null.
   returned: success
   type: str
   sample: kv_pool_oom
@@ -177,7 +187,9 @@ serves:
   returned: success
   type: bool
 record:
-  description: What the host records - C(deployed), or C(rolled_back) with its C(config_id); null for nothing.
+  description:
+    - What the host records - C(deployed), or C(rolled_back) with its C(config_id) (every rollback; with C(retry) when
+      the configuration is not to blame); null for nothing.
   returned: success
   type: dict
 record_deployed:

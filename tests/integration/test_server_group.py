@@ -4,6 +4,7 @@ rolls back as one; a run that would change half of it is refused before anything
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -33,6 +34,7 @@ def group(lab, tmp_path_factory):
     try:
         yield {"hosts": hosts, "placed": placed, "dir": folder, "inventory": str(folder / "group.yml")}
     finally:
+        labctl("mend", "ctg1", check=False)   # (a test that failed between its cut and its mend)
         for host in hosts:
             reset_service(host)
         labctl("down", "ctg1")
@@ -118,6 +120,32 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     assert "ctg1 (rank 1) did not join distributed init" in said, said
     assert "Init parallel begin." in report(face)["diagnosis"]
 
+    # A peer whose network is cut after the start (off the lab network; its processes run on, the
+    # controller still reaches it): rank 0 loses its health in the settle window, node 1 its link
+    # to rank 0. Both roll back, and the cause is node 1's link. The known-good cannot meet its
+    # ranks either while the link is cut: the rollback says so, its files stay on both nodes.
+    cut_in_the_settle_window(group)
+    assert report(peer)["cause"] == "link_lost", report(peer)["diagnosis"]
+    said = " ".join(report(face)["diagnosis"].split())
+    assert report(face)["cause"] == "group_node_failed" and "ctg1 (rank 1) lost its link to rank 0 at " in said, said
+    assert all(variant(h) == "nextn" for h in (face, peer))
+    # (On each node's record, but not the configuration's fault: the next deploy tries it again.)
+    records = json.loads(peer.run(["python3", "-c", "import glob, json; print(json.dumps([json.load(open(f)) for f in "
+                                   "glob.glob('/etc/sglang/rolled-back/*.json')]))"]).stdout)
+    assert [(r["variant"], r.get("retry")) for r in records if r["cause"] == "link_lost"] == [("dflash", True)], records
+    # While it is cut, a deploy is refused before anything changes, naming the link.
+    stalled = [invocation(h) for h in (face, peer)]
+    proc = run(group, "deploy", sglang_variant="dflash")
+    assert proc.returncode != 0 and "ctg1 (rank 1) cannot reach rank 0 (ct200) at " in proc.stdout, proc.stdout[-3000:]
+    assert "ctg1 (rank 1) is not ready to switch" in proc.stdout and [invocation(h) for h in (face, peer)] == stalled
+    # Half the group cannot roll back; mended, rollback.yml brings the whole group back.
+    proc = run(group, "rollback", limit="ctg1")
+    assert proc.returncode != 0 and "ct200 (rank 0) not in this run" in proc.stdout, proc.stdout[-3000:]
+    labctl("mend", "ctg1")
+    proc = run(group, "rollback")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
+
     # status.yml: each node, and which node of which group it is.
     proc = run(group, "status")
     assert proc.returncode == 0 and "node 1 of server group grp_a (ct200, ctg1)" in proc.stdout, proc.stdout[-3000:]
@@ -149,3 +177,28 @@ def rolled_back(group, faults):
     outcomes = [report(h)["outcome"] for h in (face, peer)]
     assert proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (outcomes, proc.stdout[-4000:])
     assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
+
+
+def cut_in_the_settle_window(group):
+    """Switch the group to DFLASH and cut node 1 off the lab network once rank 0 answered its
+    first 200 (a 12 s settle window: the cut lands well inside its first half, so no 200 after
+    it can pass the window; rank 0's gate then loses its health in two probes of 5 s)."""
+    face, peer = group["hosts"]
+    before = invocation(face)
+    extra = {"sglang_variant": "dflash", "sglang_service_health_settle": 12, "sglang_service_health_stall": 8,
+             "sglang_perf_gate": {"enabled": False}}
+    with ThreadPoolExecutor(1) as pool:
+        deploying = pool.submit(run, group, "deploy", **extra)
+        face.wait_for(lambda: deploying.done() or answered_200(face, before), 180, 0.2, "rank 0's first 200")
+        if not deploying.done():
+            labctl("cut", "ctg1")
+        proc = deploying.result()
+    outcomes = [report(h)["outcome"] for h in (face, peer)]
+    assert proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (outcomes, proc.stdout[-4000:])
+
+
+def answered_200(host, before) -> bool:
+    """The unit restarted since `before` and its server answered a health check 200."""
+    now = invocation(host)
+    return now not in ("", before) and '"GET /health HTTP/1.1" 200' in host.run(
+        ["journalctl", "_SYSTEMD_INVOCATION_ID=" + now, "--no-pager", "-o", "cat"], check=False).stdout

@@ -108,6 +108,9 @@ PLANS = [
     ("... unless retrying is asked for", {"retry_rolled_back": True},
      {"checksums": OLD_UNIT, "rolled_back": {"time": "T", "cause": "kv_pool_oom"}},
      {"stop": None, "validate": True}),
+    ("... or the rollback was not the configuration's fault (a task failed, a group's link broke)", {},
+     {"checksums": OLD_UNIT, "rolled_back": {"time": "T", "cause": "link_lost", "retry": True}},
+     {"stop": None, "validate": True}),
     ("the checker out of date is installed", {"checker": {"path": CHECKER, "sha1": "new"}}, {},
      {"install_checker": True}),
     ("perf gate, measure: the running service is measured", {"perf_gate": GATED}, {"checksums": OLD_UNIT},
@@ -284,7 +287,12 @@ def test_outcome(the_plan, over, expected):
     # (A switch undone only because the guard's deadline came first, or because a task failed,
     # did not fail by its configuration: not remembered.)
     assert got["remember"] is (got["outcome"] == "rolled_back" and got["cause"] not in (dp.GUARD_ACTED, dp.TASK_FAILED))
-    assert got["record"] is None or got["outcome"] != "rolled_back" or got["remember"]
+    # Every rollback is on the record (writing it notifies the handler); one that was not the
+    # configuration's fault says so, and a re-run tries it again.
+    if got["rollback"]:
+        assert got["record"]["rolled_back"].get("retry", False) is not got["remember"]
+    else:
+        assert got["record"] is None or "rolled_back" not in got["record"]
 
 
 def test_every_outcome_and_every_verdict_has_a_row():
@@ -344,13 +352,15 @@ def test_converged_host_records_nothing_new():
                                    "secrets": sha1(DESIRED["secrets"])}}}),
     (SWITCH, {"gate": OOM}, {"config_id": SWITCH["config_id"], "rolled_back": {
         "time": "2026-12-01T00:00:00Z", "variant": "ddtree", "cause": "kv_pool_oom", "release": "/opt/sglang/releases/r"}}),
-    (SWITCH, {"failure": "boom", "gate": None}, None),
+    (SWITCH, {"failure": "boom", "gate": None}, {"config_id": SWITCH["config_id"], "rolled_back": {
+        "time": "2026-12-01T00:00:00Z", "variant": "ddtree", "cause": "task_failed", "release": "/opt/sglang/releases/r",
+        "retry": True}}),
     (CONVERGED, {"restarted": False, "gate": None}, None),
     (STOPPED, {"restarted": False}, None),
     (SWITCH, {"validation": REJECTED, "restarted": False, "gate": None}, None),
     (SWITCH, {"check_mode": True, "gate": SKIPPED, "restarted": False}, None),
 ], ids=["deployed: what runs now", "rolled back: this configuration, with the gate's cause",
-        "rolled back after a failed task: not the configuration's fault, nothing", "converged: nothing new", "not retried: nothing",
+        "rolled back after a failed task: on the record, but not the configuration's fault", "converged: nothing new", "not retried: nothing",
         "rejected: nothing", "check mode: nothing"])
 def test_host_record(the_plan, over, expected):
     assert dp.outcome(the_plan, run(**over))["record"] == expected

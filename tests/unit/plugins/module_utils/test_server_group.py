@@ -113,6 +113,8 @@ OOM1 = word("gpu-b", 1, "rolled_back", "kv_pool_oom")
 STALL0 = word("gpu-a", 0, "rolled_back", "stalled", "kv_pool", "[TP0] Load weight end. ...")
 WAITED1 = word("gpu-b", 1, "rolled_back", "stalled", "parallel", "[TP8] Init parallel begin.")
 NEVER1 = word("gpu-b", 1, "rolled_back", "stalled", "parallel", "server_args=ServerArgs(...)")
+CUT1 = dict(word("gpu-b", 1, "rolled_back", dp.LINK_LOST), link="[Errno 101] Network is unreachable")
+LOST0 = word("gpu-a", 0, "rolled_back", "health_lost")
 
 
 @pytest.mark.parametrize("host, said, says, first", [
@@ -127,6 +129,10 @@ NEVER1 = word("gpu-b", 1, "rolled_back", "stalled", "parallel", "server_args=Ser
     ("gpu-a", [OK0, word("gpu-b", 1, at=SINCE - 5)], "gpu-b (rank 1) did not say how its switch ended", True),
     ("gpu-a", [OK0, word("gpu-b", 1, variant="nextn")], "gpu-b (rank 1) did not say how its switch ended", True),
     ("gpu-a", [OK0, word("gpu-b", 1, "failed")], "gpu-b (rank 1) failed (?)", True),
+    # a link cut after the start: rank 0 lost its health, node 1 its link; the link is the cause
+    ("gpu-a", [LOST0, CUT1], "gpu-b (rank 1) lost its link to rank 0 at 198.18.0.11:50000 ([Errno 101] Network is "
+                             "unreachable)", True),
+    ("gpu-b", [LOST0, CUT1], "gpu-a (rank 0) rolled back (health_lost)", False),
 ])
 def test_the_node_that_fell_first_is_named(host, said, says, first):
     found = dp.group_failure(group(host), said, "dflash", SINCE)
@@ -136,11 +142,14 @@ def test_the_node_that_fell_first_is_named(host, said, says, first):
         assert says in found["text"] and found["first"] is first
 
 
-def decide(gate_state="healthy", cause=None, said=(OK0, OK1), host="gpu-a"):
+def decide(gate_state="healthy", cause=None, said=(OK0, OK1), host="gpu-a", link=None):
     gate = {"state": gate_state, "cause": cause}
     run = {"variant": "dflash", "version": "0.5.23", "release": "/r", "restarted": True, "gate": gate,
-           "perf_gate": {}, "group": group(host), "group_said": list(said), "since": SINCE}
-    return dp._decide({"config_id": "c"}, run)   # pylint: disable=protected-access
+           "perf_gate": {}, "group": group(host), "group_said": list(said), "since": SINCE, "link": link}
+    return dp.outcome({"config_id": "c"}, run)
+
+
+BROKEN = {"ok": False, "msg": "server group ds_r1_a: gpu-b (rank 1) cannot reach rank 0 (gpu-a) at ..."}
 
 
 @pytest.mark.parametrize("kwargs, outcome, cause, failure", [
@@ -153,11 +162,37 @@ def decide(gate_state="healthy", cause=None, said=(OK0, OK1), host="gpu-a"):
     ({"gate_state": "failed", "cause": "kv_pool_oom", "said": (STALL0, OOM1)}, "rolled_back", "kv_pool_oom", ""),
     # every node stalled in distributed init: no node to blame beyond its own stall
     ({"gate_state": "failed", "cause": "stalled", "said": (STALL0, WAITED1)}, "rolled_back", "stalled", ""),
+    # rank 0 lost its health because node 1's link broke: the cause is node 1's link
+    ({"gate_state": "failed", "cause": "health_lost", "said": (LOST0, CUT1)}, "rolled_back", dp.GROUP_NODE_FAILED,
+     "gpu-b (rank 1) lost its link to rank 0"),
+    # node 1's own gate passed (its stand-in health answers), but its link is broken
+    ({"host": "gpu-b", "said": (LOST0, CUT1), "link": BROKEN}, "rolled_back", dp.LINK_LOST,
+     "gpu-b (rank 1) cannot reach rank 0 (gpu-a)"),
+    # a link that holds says nothing
+    ({"link": {"ok": True, "msg": "gpu-a (rank 0) reaches rank 0"}}, "deployed", None, ""),
 ])
 def test_a_node_rolls_back_with_its_group(kwargs, outcome, cause, failure):
     ended = decide(**kwargs)
     assert (ended["outcome"], ended["cause"]) == (outcome, cause) and failure in ended["failure"]
     assert ended["rollback"] == (outcome == "rolled_back")
+
+
+@pytest.mark.parametrize("kwargs, remembered", [
+    ({"said": (OK0, OOM1)}, True),
+    ({"gate_state": "failed", "cause": "health_lost", "said": (LOST0, CUT1)}, False),
+    ({"host": "gpu-b", "said": (LOST0, CUT1), "link": BROKEN}, False),
+])
+def test_a_broken_link_is_not_the_configurations_fault(kwargs, remembered):
+    """A re-run once the network is mended tries the same configuration again."""
+    ended = decide(**kwargs)
+    assert ended["remember"] is remembered and "blameless" not in ended
+
+
+def test_a_node_says_why_its_link_broke():
+    ended = decide(host="gpu-b", said=(LOST0, CUT1), link=dict(BROKEN, error="[Errno 113] No route to host"))
+    said = dp.node_word(group("gpu-b"), ended, "dflash", SINCE + 60, dict(BROKEN, error="[Errno 113] No route to host"))
+    assert (said["cause"], said["link"]) == (dp.LINK_LOST, "[Errno 113] No route to host")
+    assert dp.node_word(group("gpu-a"), decide(), "dflash", SINCE + 60, {"ok": True})["link"] is None
 
 
 def test_a_group_rollback_is_remembered_on_every_node_and_said_first():
@@ -180,12 +215,32 @@ PLAN = {"restart": True, "variant": "dflash", "run": RUN, "release": "0.5.23-4f1
     ([PLAN, PLAN], None),
     ([dict(PLAN, restart=False), dict(PLAN, restart=False)], None),
     ([dict(PLAN, restart=False), PLAN], "gpu-b (rank 1) would restart but gpu-a (rank 0) would not"),
-    ([PLAN, None], "gpu-b (rank 1) has no plan in this deploy"),
-    ([PLAN, dict(PLAN, variant="nextn")], "gpu-b (rank 1) has no plan in this deploy"),
-    ([PLAN, dict(PLAN, run="ctl:4242:771002")], "gpu-b (rank 1) has no plan in this deploy"),
+    ([PLAN, None], "gpu-b (rank 1) is not ready to switch in this deploy"),
+    ([PLAN, dict(PLAN, variant="nextn")], "gpu-b (rank 1) is not ready to switch in this deploy"),
+    ([PLAN, dict(PLAN, run="ctl:4242:771002")], "gpu-b (rank 1) is not ready to switch in this deploy"),
     ([PLAN, dict(PLAN, release="0.5.23-9d0e1f2a3b4c")],
      "its nodes would run different releases (gpu-a (rank 0): 0.5.23-4f1c2ab90d3e, gpu-b (rank 1): 0.5.23-9d0e1f2a3b4c)"),
 ])
 def test_the_nodes_restart_together_or_none_does(plans, says):
     problem = sg.restart_problem(group(), plans, "dflash", RUN)
     assert (problem is None) if says is None else (says in problem and problem.endswith("Nothing was changed."))
+
+
+# --- the link to rank 0 (sglang_link's probe, judged) --------------------------------------------
+@pytest.mark.parametrize("host, probe, says", [
+    ("gpu-b", {"reached": True, "listening": True, "local": None}, None),
+    ("gpu-b", {"reached": True, "listening": False, "local": None}, None),   # refused: the host answered
+    ("gpu-a", {"reached": True, "listening": False, "local": True}, None),
+    ("gpu-b", {"reached": False, "error": "[Errno 101] Network is unreachable"},
+     "gpu-b (rank 1) cannot reach rank 0 (gpu-a) at 198.18.0.11:50000: [Errno 101] Network is unreachable"),
+    ("gpu-b", {"reached": False, "error": "no answer within 5 s"}, "at 198.18.0.11:50000: no answer within 5 s"),
+    ("gpu-a", {"reached": True, "local": False}, "gpu-a (rank 0) does not hold 198.18.0.11:50000's address now"),
+    ("gpu-a", {"reached": False, "local": None, "error": "x"}, "gpu-a (rank 0) cannot reach rank 0 (gpu-a)"),
+])
+def test_a_link_that_cannot_carry_the_ranks_is_named(host, probe, says):
+    problem = sg.link_problem(group(host), probe)
+    assert (problem is None) if says is None else (says in problem and "sglang_dist_init_addr" in problem)
+
+
+def test_a_host_on_its_own_has_no_link_to_probe():
+    assert sg.link_problem({}, {"reached": False}) is None
