@@ -82,6 +82,14 @@ def sglang_deploy_phases(play_hosts, classes, enabled=False, earlier=None, serve
                          [str(g or "") for g in server_groups or []])
 
 
+def sglang_deploy_batches(play_hosts, server_groups, serial=1):
+    """The hosts in an order that keeps each server group together and the `serial` sizes that
+    put each group whole in one batch, a group counted as one host (server_group.batches)."""
+    from ansible_collections.inferops.sglang.plugins.module_utils import server_group
+    return server_group.batches([str(h) for h in play_hosts], [str(g or "") for g in server_groups or []],
+                                _plain(serial))
+
+
 def sglang_install_source(install, wheelhouse=""):
     """Where a release build installs from (the package index, the wheelhouse, git), for its failures."""
     from ansible_collections.inferops.sglang.plugins.module_utils import release
@@ -121,6 +129,7 @@ class FilterModule(object):
             "sglang_prunable": sglang_prunable,
             "sglang_failure_text": sglang_failure_text,
             "sglang_deploy_phases": sglang_deploy_phases,
+            "sglang_deploy_batches": sglang_deploy_batches,
             "sglang_status": sglang_status,
             "sglang_task_result": sglang_task_result,
             "sglang_perf_baseline": sglang_perf_baseline,

@@ -302,7 +302,7 @@ def plan(wants, facts):
         if facts.get("guard") else None,
         "restart": restart,
         "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service"),
-                              adopt["unit"] if adopt and go else None),
+                              adopt["unit"] if adopt and go else None, go and not release_present),
         "daemon_reload": "unit" in write,
     }
     # A converged host's deploy has ended here: the report needs nothing more.
@@ -344,9 +344,11 @@ def rollback_plan(facts, host, unit, unit_path, state_dir):
     return {"restore": not serving or bool(facts.get("pending")), "known_good": record.get("variant")}
 
 
-def would_change(write, write_paths, restart, unit, adopt=None):
-    """What a deploy would do, said in check mode (where it does nothing)."""
-    steps = ["keep %s as the known-good, stop and disable it" % adopt] if adopt else []
+def would_change(write, write_paths, restart, unit, adopt=None, build=False):
+    """What a deploy would do, said in check mode (where it does nothing). A release it would
+    build is not there to check the command line with: said, not checked."""
+    steps = ["build the release (its parser then checks the command line)"] if build else []
+    steps += ["keep %s as the known-good, stop and disable it" % adopt] if adopt else []
     steps += ["write " + ", ".join(write_paths)] if write else []
     if restart:
         steps.append("restart " + unit)

@@ -97,7 +97,8 @@ def whole_problem(group, in_play, batch, active):
     apart = [node for node in nodes if node not in batch]
     if apart:
         return ("server group %s: %s in another batch of `serial` (or of the class canary's phase); a group "
-                "changes as one: deploy it in one batch, e.g. -e sglang_serial=0, and not as a class canary. %s"
+                "changes as one: deploy it in one batch (playbooks/deploy.yml batches each group whole; a play of "
+                "your own can take its hosts and serial from the sglang_deploy_batches filter). %s"
                 % (name, _named(group, apart), NOTHING))
     down = [node for node in nodes if node not in active]
     if down:
@@ -158,3 +159,38 @@ def link_problem(group, probe):
                 "node reaches." % (group["name"], node, rank, group["rank0"], addr, probe.get("error") or "?",
                                    group["rank0"]))
     return None
+
+
+def _batch_size(spec, units):
+    """ansible-core's pct_to_int for one entry of `serial`, counted in units (a host on its
+    own, or a whole server group): a percentage of the units, at least one; 0 or less: all."""
+    text = str(spec).strip()
+    if text.endswith("%"):
+        return max(int(units * float(text[:-1]) / 100.0), 1)
+    return int(float(text))
+
+
+def batches(hosts, groups, serial):
+    """The play's hosts in an order that keeps each server group's nodes together, and the
+    `serial` batch sizes (in hosts) that put each group whole in one batch: {order, serial}.
+    `groups`: each host's server group, in the same order (empty: a server on one host);
+    `serial`: the user's (a number, a percentage or a list of them, as a play's serial), counted
+    in units - a host on its own, or a whole group, placed where its first node is. A group
+    split over two batches would be refused (a node restarted alone cannot rejoin the others)."""
+    units, where = [], {}
+    for host, group in zip(hosts, list(groups) + [""] * (len(hosts) - len(groups))):
+        if group and group in where:
+            units[where[group]].append(host)
+            continue
+        if group:
+            where[group] = len(units)
+        units.append([host])
+    specs = serial if isinstance(serial, (list, tuple)) else [serial]
+    specs = list(specs) or [0]
+    sizes, taken, total = [], 0, len(units)
+    while taken < total:
+        size = _batch_size(specs[min(len(sizes), len(specs) - 1)], total)
+        size = total - taken if size <= 0 else min(size, total - taken)
+        sizes.append(sum(len(unit) for unit in units[taken:taken + size]))
+        taken += size
+    return {"order": [host for unit in units for host in unit], "serial": sizes}

@@ -188,10 +188,13 @@ def test_converged_plan_carries_the_health_facts_for_the_report():
     (["unit"], True, "would write %s and restart sglang.service; nothing was changed (check mode)" % UNIT),
     ([], True, "would restart sglang.service; nothing was changed (check mode)"),
     ([], False, "would change nothing; nothing was changed (check mode)"),
-], ids=["write and restart", "restart only", "nothing"])
+    (["unit", "build"], True, "would build the release (its parser then checks the command line) and write %s and "
+                              "restart sglang.service; nothing was changed (check mode)" % UNIT),
+], ids=["write and restart", "restart only", "nothing", "a release to build first"])
 def test_check_mode_says_what_would_change(write, restart, expected):
     paths = {"unit": UNIT, "env": ENV, "secrets": SECRETS}
-    assert dp.would_change(write, [paths[n] for n in write], restart, "sglang.service") == expected
+    files = [paths[n] for n in write if n != "build"]
+    assert dp.would_change(write, files, restart, "sglang.service", build="build" in write) == expected
 
 
 def test_config_id_is_stable_and_names_the_three_texts():

@@ -69,7 +69,8 @@ ALL = list(NODES) + ["ct129"]
      "a group changes as one: run it whole (--limit ds_r1_a)."),
     (["gpu-b"], ["gpu-b"], ["gpu-b"], "gpu-a (rank 0) not in this run"),
     (ALL, ["gpu-a"], ["gpu-a"], "gpu-b (rank 1) in another batch of `serial` (or of the class canary's phase); "
-                                "a group changes as one: deploy it in one batch, e.g. -e sglang_serial=0"),
+                                "a group changes as one: deploy it in one batch (playbooks/deploy.yml batches each "
+                                "group whole"),
     (ALL, ALL, ["gpu-b", "ct129"], "gpu-a (rank 0) failed or was unreachable earlier in this run"),
 ])
 def test_a_run_that_splits_the_group_is_refused_naming_the_nodes(in_play, batch, active, says):
@@ -244,3 +245,26 @@ def test_a_link_that_cannot_carry_the_ranks_is_named(host, probe, says):
 
 def test_a_host_on_its_own_has_no_link_to_probe():
     assert sg.link_problem({}, {"reached": False}) is None
+
+
+# --- batches of `serial` that keep a group whole (deploy.yml's rest play) ------------------------
+@pytest.mark.parametrize("hosts, groups, serial, order, sizes", [
+    # no group: the play's own order and batches
+    (["a", "b", "c"], ["", "", ""], 1, ["a", "b", "c"], [1, 1, 1]),
+    (["a", "b", "c"], [], 2, ["a", "b", "c"], [2, 1]),
+    # a group counts as one host, in one batch, where its first node is
+    (["a", "g1", "b", "g2"], ["", "ds", "", "ds"], 1, ["a", "g1", "g2", "b"], [1, 2, 1]),
+    (["g1", "g2"], ["ds", "ds"], 1, ["g1", "g2"], [2]),
+    (["a", "g1", "b", "g2", "c"], ["", "ds", "", "ds", ""], 2, ["a", "g1", "g2", "b", "c"], [3, 2]),
+    # two groups, each whole
+    (["g1", "h1", "g2", "h2"], ["x", "y", "x", "y"], 1, ["g1", "g2", "h1", "h2"], [2, 2]),
+    # 0: everything in one batch; a percentage counts units; a list as a play's serial (its last repeats)
+    (["a", "g1", "g2"], ["", "ds", "ds"], 0, ["a", "g1", "g2"], [3]),
+    (["a", "g1", "g2"], ["", "ds", "ds"], "0", ["a", "g1", "g2"], [3]),
+    (["a", "b", "c", "g1", "g2"], ["", "", "", "ds", "ds"], "50%", ["a", "b", "c", "g1", "g2"], [2, 3]),
+    (["a", "b", "c", "g1", "g2"], ["", "", "", "ds", "ds"], [1, "100%"], ["a", "b", "c", "g1", "g2"], [1, 4]),
+    (["a", "b", "c", "d"], [], [1, 2], ["a", "b", "c", "d"], [1, 2, 1]),
+    ([], [], 1, [], []),
+])
+def test_each_group_is_one_unit_of_serial(hosts, groups, serial, order, sizes):
+    assert sg.batches(hosts, groups, serial) == {"order": order, "serial": sizes}
