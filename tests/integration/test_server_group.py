@@ -40,11 +40,11 @@ def group(lab, tmp_path_factory):
         labctl("down", "ctg1")
 
 
-def run(group, playbook, limit="grp_a", check=False, inventory=None, **extra):
+def run(group, playbook, limit="grp_a", check=False, inventory=None, more=(), **extra):
     """The playbooks' default batches (sglang_serial 1): the group counts as one host, whole in
-    one batch."""
+    one batch. `more`: inventory sources after the group's."""
     return run_playbook("playbooks/%s.yml" % playbook, limit=limit,
-                        inventory=(LAB_INVENTORY, inventory or group["inventory"]),
+                        inventory=(LAB_INVENTORY, inventory or group["inventory"]) + tuple(more),
                         extra_vars=extra or None, check_diff=check)
 
 
@@ -77,6 +77,15 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     assert "server group grp_a: ctg1 (rank 1) not in this run" in proc.stdout, proc.stdout[-3000:]
     assert [invocation(h) for h in (face, peer)] == before and "# variant nextn," in face.run(
         ["cat", "/etc/systemd/system/sglang.service"]).stdout
+
+    # A node with another release (its build settings differ: no DDTree patches): refused by name
+    # before any node builds or changes.
+    other = group["dir"] / "other-release.yml"
+    other.write_text(json.dumps({"sglang_hosts": {"hosts": {"ctg1": {"sglang_build_patches": []}}}}))
+    proc = run(group, "deploy", more=[str(other)], sglang_variant="dflash")
+    assert proc.returncode != 0 and "server group grp_a: its nodes would run different releases" in " ".join(
+        proc.stdout.split()), proc.stdout[-3000:]
+    assert "Build the release" not in proc.stdout and [invocation(h) for h in (face, peer)] == before
 
     # Check mode, beside a host on its own (ct129, whatever it holds: a release to build is said,
     # not checked): the default batches (sglang_serial 1) count the group as one host, so ct129
