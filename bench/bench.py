@@ -39,6 +39,7 @@ from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa:
 from lab.labctl import RESET_SERVICE  # noqa: E402
 from tests.integration.gateway_lab import Load, all_ready, gateway, group_inventory, host_inventory, workers  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
+from tests.integration.deploying import cut_after_first_200  # noqa: E402
 from ansible_collections.inferops.sglang.plugins.module_utils import service_config, tune  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "5"))
@@ -708,7 +709,7 @@ def bench_group():
     """A server over two Blackwell hosts (a server group) and ct200 on its own, both workers of
     the real smg under the gateway row's load: the group switched NEXTN -> DFLASH, the same
     switch on ct200 alone, rollback.yml of the group; then a node that never joins (its launcher
-    hangs before its ranks start) caught as a stall."""
+    hangs before its ranks start) caught as a stall, and rank 1's link cut after the start."""
     names = list(GROUP_NODES)
     labctl("up", *("%s:%s" % kv for kv in GROUP_NODES.items()))
     reach_over_ssh()
@@ -751,16 +752,38 @@ def bench_group():
     row["missing"] = {"wall": missing.wall, "caught": face["health"]["elapsed"], "cause": face["cause"],
                       "named": "%s (rank 1) did not join" % names[1] in " ".join(face["diagnosis"].split()),
                       "stall_floor": 15}
+    row["cut"] = link_cut(names, plain)
     for host in hosts:
         host.run(RESET_SERVICE)
     labctl("down", *names)
     reach_over_ssh()
     assert row["switch"]["failed"] == 0 and row["rollback"]["failed"] == 0 and row["missing"]["named"], row
+    assert row["cut"]["named"] and row["cut"]["back"], row
     return row
 
 
+def link_cut(names, inventory):
+    """A DFLASH switch of the group whose rank 1 is cut off the lab network once rank 0 answered
+    its first 200 (a 12 s settle window, so the cut lands in its first half): how soon rank 0's
+    gate loses its health, the causes, and rollback.yml once the link is mended."""
+    face = LabHost(names[0])
+    proc, after_cut = cut_after_first_200(face, names[1], lambda: playbook(
+        "playbooks/deploy.yml", names, inventory=inventory, sglang_variant="dflash", sglang_canary=False,
+        sglang_retry_rolled_back=True, sglang_service_health_settle=12))
+    try:
+        said = dict((n, bench_report(n)) for n in names)
+    finally:
+        labctl("mend", names[1], check=False)
+    back = playbook("playbooks/rollback.yml", names, inventory=inventory)
+    health = said[names[0]]["health"]
+    return {"after_cut": after_cut, "wall": proc.wall, "caught": health["elapsed"] - (health["healthy_at"] or 0),
+            "causes": [said[n]["cause"] for n in names],
+            "named": "%s (rank 1) lost its link to rank 0" % names[1] in " ".join(said[names[0]]["diagnosis"].split()),
+            "back": back.returncode == 0, "back_wall": back.wall}
+
+
 def group_lines(row):
-    switch, one, missing = row["switch"], row["one_host"], row["missing"]
+    switch, one, missing, cut = row["switch"], row["one_host"], row["missing"], row["cut"]
     return [
         "| server group: `deploy.yml` NEXTN -> DFLASH to one server over 2 Blackwell hosts (tp 16), rank 0 and ct200 "
         "behind the real `smg` under the gateway row's load | %.1f s; sent %d, failed %d; back in the gateway: %s | "
@@ -773,6 +796,13 @@ def group_lines(row):
         "%.1f s (stall floor %d s), cause `%s` naming the node: %s; both nodes back on NEXTN, healthy, in %.1f s "
         "in all | before: every rank waits in distributed init until `--dist-timeout` (torch's 600 s when "
         "unset) |" % (missing["caught"], missing["stall_floor"], missing["cause"], missing["named"], missing["wall"]),
+        "| server group: rank 1's link cut in the settle window of a DFLASH switch (`labctl cut`, once rank 0 answered "
+        "its first 200) | rank 0's gate lost its health %.1f s after its first 200; causes `%s` (rank 0, naming rank "
+        "1's link: %s) and `%s` (rank 1); the run ended %.1f s after the cut (the known-good stalls too while the "
+        "link is down); mended, `rollback.yml` %.1f s, healthy: %s | before: every rank hangs in its next "
+        "collective and only rank 0's health check says so, naming no node |" % (
+            cut["caught"], cut["causes"][0], cut["named"], cut["causes"][1], cut["after_cut"], cut["back_wall"],
+            cut["back"]),
     ]
 
 

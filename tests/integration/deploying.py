@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from lab.labctl import RESET_SERVICE
 from tests.integration.ansible_run import run_playbook
-from tests.integration.labhost import REPORTS
+from tests.integration.labhost import REPORTS, labctl
 
 UNIT = "/etc/systemd/system/sglang.service"
 
@@ -37,3 +39,25 @@ def recap(proc, host) -> dict:
 def healthy(host) -> bool:
     return host.run("python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:30000/health', "
                     "timeout=10).status)\"", check=False).stdout.strip() == "200"
+
+
+def answered_200(host, before) -> bool:
+    """The unit restarted since the invocation `before` and its server answered a health check 200."""
+    now = invocation(host)
+    return now not in ("", before) and '"GET /health HTTP/1.1" 200' in host.run(
+        ["journalctl", "_SYSTEMD_INVOCATION_ID=" + now, "--no-pager", "-o", "cat"], check=False).stdout
+
+
+def cut_after_first_200(face, node, deploy):
+    """Run `deploy()` (a playbook run restarting `face`) and cut the lab host `node` off the lab
+    network as soon as face's new server answered its first health check 200: (the run's
+    result, seconds from the cut to the run's end; None when the run ended before)."""
+    before = invocation(face)
+    with ThreadPoolExecutor(1) as pool:
+        deploying = pool.submit(deploy)
+        face.wait_for(lambda: deploying.done() or answered_200(face, before), 180, 0.2, "the first 200")
+        cut_at = None if deploying.done() else time.monotonic()
+        if cut_at is not None:
+            labctl("cut", node)
+        result = deploying.result()
+    return result, None if cut_at is None else round(time.monotonic() - cut_at, 1)

@@ -4,12 +4,11 @@ rolls back as one; a run that would change half of it is refused before anything
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
-from tests.integration.deploying import healthy, invocation, report, reset_service
+from tests.integration.deploying import cut_after_first_200, healthy, invocation, report, reset_service
 from tests.integration.gateway_lab import PORT, gateway, group_inventory, workers
 from tests.integration.labhost import LabHost, labctl
 
@@ -198,21 +197,9 @@ def cut_in_the_settle_window(group):
     first 200 (a 12 s settle window: the cut lands well inside its first half, so no 200 after
     it can pass the window; rank 0's gate then loses its health in two probes of 5 s)."""
     face, peer = group["hosts"]
-    before = invocation(face)
     extra = {"sglang_variant": "dflash", "sglang_service_health_settle": 12, "sglang_service_health_stall": 8,
              "sglang_perf_gate": {"enabled": False}}
-    with ThreadPoolExecutor(1) as pool:
-        deploying = pool.submit(run, group, "deploy", **extra)
-        face.wait_for(lambda: deploying.done() or answered_200(face, before), 180, 0.2, "rank 0's first 200")
-        if not deploying.done():
-            labctl("cut", "ctg1")
-        proc = deploying.result()
+    proc, after_cut = cut_after_first_200(face, "ctg1", lambda: run(group, "deploy", **extra))
     outcomes = [report(h)["outcome"] for h in (face, peer)]
-    assert proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (outcomes, proc.stdout[-4000:])
-
-
-def answered_200(host, before) -> bool:
-    """The unit restarted since `before` and its server answered a health check 200."""
-    now = invocation(host)
-    return now not in ("", before) and '"GET /health HTTP/1.1" 200' in host.run(
-        ["journalctl", "_SYSTEMD_INVOCATION_ID=" + now, "--no-pager", "-o", "cat"], check=False).stdout
+    assert after_cut is not None and proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (
+        outcomes, proc.stdout[-4000:])
