@@ -45,7 +45,8 @@ AFTER_RESTART = "failed_after_restart"
 # configuration is not to blame, so it is not remembered (a re-run tries it again).
 TASK_FAILED = "task_failed"
 # A node of a server group passed its own gates but another node did not (or did not say): one
-# node down is the whole server down, so every node rolls back (and remembers the configuration).
+# node down is the whole server down, so every node rolls back (and remembers the configuration,
+# unless what fell was a link: LINK_LOST).
 GROUP_NODE_FAILED = "group_node_failed"
 # A node of a server group cannot reach rank 0 where the ranks meet (sglang_link, after the
 # gates): its ranks lost the others (or never met them), whatever its own gate saw.
@@ -378,8 +379,10 @@ def validation_failure(version, release, variant, validation):
             % (version, release.rstrip("/").rsplit("/", 1)[-1], variant, lines[-1] if lines else ""))
 
 
-def _ended(name, cause, rollback, failure="", perf=None, gate=None):
-    return {"outcome": name, "cause": cause, "rollback": rollback, "failure": failure, "perf": perf, "gate": gate}
+def _ended(name, cause, rollback, failure="", perf=None, gate=None, blameless=False):
+    """`blameless`: a rollback that is not the configuration's fault (a re-run tries it again)."""
+    return {"outcome": name, "cause": cause, "rollback": rollback, "failure": failure, "perf": perf, "gate": gate,
+            "blameless": blameless}
 
 
 def _decide(the_plan, run):
@@ -402,22 +405,21 @@ def _decide(the_plan, run):
         return _ended(CHECK, None, False, the_plan["would"])
     link = run.get("link")
     if restarted and link and link.get("ok") is False:
-        return dict(_ended(ROLLED_BACK, LINK_LOST, True, link.get("msg") or "", perf, gate), blameless=True)
+        return _ended(ROLLED_BACK, LINK_LOST, True, link.get("msg") or "", perf, gate, blameless=True)
     peer = group_failure(run.get("group"), run.get("group_said"), run["variant"], run.get("since"))
     if gate and gate.get("state") != "healthy":
         if peer and peer["first"] and gate.get("cause") in WAITED_CAUSES:
             # This node only waited for the one that fell: the cause is that node's.
-            return dict(_ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate),
-                        blameless=peer["blameless"])
+            return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate, peer["blameless"])
         return _ended(ROLLED_BACK, gate.get("cause"), True, perf=perf, gate=gate)
     if perf and perf["verdict"] in FAILING_VERDICTS:
         return _ended(ROLLED_BACK, perf["verdict"], True, perf=perf, gate=gate)
     if run.get("failure"):
         # A task failed on its own (not a gate): a service it restarted is not proven.
         return _ended(ROLLED_BACK if restarted else FAILED, TASK_FAILED if restarted else None, restarted,
-                      run["failure"], perf, gate)
+                      run["failure"], perf, gate, blameless=True)
     if peer and restarted:
-        return dict(_ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate), blameless=peer["blameless"])
+        return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate, peer["blameless"])
     return _ended(DEPLOYED if restarted else UNCHANGED, None, False, perf=perf, gate=gate)
 
 
@@ -528,10 +530,10 @@ def outcome(the_plan, run):
     # stopped before it restarted anything. (Back into a gateway's rotation then; after a
     # rollback, once the known-good is healthy.)
     ended["serves"] = ended["outcome"] in (DEPLOYED, UNCHANGED) or (ended["outcome"] == FAILED and not ended["rollback"])
-    # (A switch the guard undid only because its deadline came first, one a failed task undid, or
-    # a server group's whose link to rank 0 broke, did not fail by its configuration: not remembered.)
-    ended["remember"] = ended["outcome"] == ROLLED_BACK and ended["cause"] not in (GUARD_ACTED, TASK_FAILED) \
-        and not ended.pop("blameless", False)
+    # (A switch the guard undid because its deadline came first has nothing to roll back; one a
+    # failed task undid, or a server group's whose link to rank 0 broke, did not fail by its
+    # configuration: both not remembered.)
+    ended["remember"] = ended["rollback"] and not ended.pop("blameless")
     ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")
     ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged")
     ended["deployed_perf"] = deployed_perf(ended, run) if ended["record_deployed"] else None
