@@ -394,7 +394,7 @@ def _decide(the_plan, run):
     perf = judge(run["perf_gate"], perf_run, run.get("baseline"), run["variant"]) if perf_run else None
     if the_plan.get("stop"):
         return _ended(NOT_RETRIED, the_plan["stop"]["cause"], False, the_plan["stop"]["message"])
-    if run.get("guard_fired"):
+    if run.get("guard_fired") and not guard.acted_on_failure(run["guard_fired"]):
         return _ended(ROLLED_BACK, GUARD_ACTED, False, "the host's guard restored the known-good before this deploy "
                       "confirmed the switch (%s); raise sglang_guard_margin above what the gates take"
                       % guard.said(run["guard_fired"]), perf, gate)
@@ -411,7 +411,9 @@ def _decide(the_plan, run):
         if peer and peer["first"] and gate.get("cause") in WAITED_CAUSES:
             # This node only waited for the one that fell: the cause is that node's.
             return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate, peer["blameless"])
-        return _ended(ROLLED_BACK, gate.get("cause"), True, perf=perf, gate=gate)
+        # (A gate of a server this deploy did not restart only re-checked it: its configuration,
+        # often the known-good's own, is not to blame for what it found.)
+        return _ended(ROLLED_BACK, gate.get("cause"), True, perf=perf, gate=gate, blameless=not restarted)
     if perf and perf["verdict"] in FAILING_VERDICTS:
         return _ended(ROLLED_BACK, perf["verdict"], True, perf=perf, gate=gate)
     if run.get("failure"):

@@ -1,20 +1,34 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The host's own guard over a switch: while a switch is pending (pending.json, written by the
-deploy before it restarts the service), a timer of the host's systemd fires at the gate's
-deadline, and a unit of the host's runs at every boot. Either one restores the known-good
-service, by the same restore the rollback uses (host_state.restore_known_good), and proves it
-healthy, unless the deploy confirmed the switch first (it removes pending.json).
+"""The host's own guard over a switch. The host, not the controller, decides how a switch ends
+when nobody else does.
 
-Why units on disk, not `systemd-run` transient ones: a transient timer is lost with a reboot,
-and a host that reboots mid-switch would keep running the ungated variant. A boot is handled
-at once, not at the deadline: the reboot ended the deploy's connection, so nobody can confirm
-the switch any more, and the known-good is what the host should serve.
+While a switch is pending (pending.json, written by the deploy before the first file of the
+switch changes), three units of the host's systemd hold it:
+
+- the follower (`<stem>-guard-follow.service`, started by the arm) watches the switched unit
+  (systemd's own state: failed, inactive, auto-restarting, restarted again) and the verdict of
+  the deploy's health gate, which runs on the host too (verdict.json, written by sglang_health
+  the moment it reaches one). A new server that fails is restored within the grace (at most
+  15 s) unless a controller took the failure over first (the rollback re-arms the guard with
+  phase `rollback`): the controller's handler rolls back when it is there, the host when not;
+- the timer fires at the deadline (the gate's own, plus a margin): a switch that nobody
+  confirmed is restored then. A healthy new server that nobody confirms is safe meanwhile;
+- the boot unit: a host that boots with a switch pending restores at once (the reboot ended
+  the deploy, nothing can confirm the switch any more).
+
+Each of them restores the same way as the rollback (tasks/restore.yml): the known-good's files
+back, the switched unit stopped, its processes and GPU memory gone, start-limit state cleared,
+the known-good started, proven healthy and settled; retried with a backoff; and the deploy lock
+of the controller that went away released. What it did goes to the journal and guard.json.
+
+Why units on disk, not `systemd-run` transient ones: a transient unit is lost with a reboot,
+and a host that reboots mid-switch would keep running the ungated variant.
 
 This file runs in two places: inside the sglang_guard module (which arms and disarms), and on
-the host by the guard's units, as a script beside a copy of host_state.py (no Ansible there).
-Standard library only."""
+the host by the guard's units, beside a copy of the pure module_utils it imports (no Ansible
+there). Standard library only."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -23,13 +37,19 @@ __metaclass__ = type
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import time
 
-try:
-    from ansible_collections.inferops.sglang.plugins.module_utils import host_state
-except ImportError:  # the guard's own run on the host: host_state.py is copied beside this file
-    import host_state  # pylint: disable=import-error
+from ansible_collections.inferops.sglang.plugins.module_utils import host_state
+from ansible_collections.inferops.sglang.plugins.module_utils.gpu_leftovers import describe_leftovers, leftovers
+from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import (
+    process_title, process_unit, unit_processes,
+)
+from ansible_collections.inferops.sglang.plugins.module_utils.nvidia_smi import NvidiaSmiError, read_gpus
+from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import (
+    FAILED, judge, parse_show, show_command, unit_status,
+)
 
 try:
     from http.client import HTTPConnection
@@ -40,15 +60,32 @@ except ImportError:  # pragma: no cover - Python 2 is not supported by this coll
 PENDING = "pending.json"
 RESULT = "guard.json"
 LOCK = "guard.lock"
+# The health gate's verdict on the host (sglang_health's verdict_path), for the follower.
+VERDICT = "verdict.json"
 LIB_DIR = "/usr/local/lib/inferops-sglang/guard"
+# The module_utils the guard's program imports on the host (pure, standard library only).
+PROGRAM_MODULES = ("guard.py", "host_state.py", "systemd_state.py", "host_processes.py", "nvidia_smi.py",
+                   "gpu_leftovers.py")
 # What the guard's run decides, by name.
 IDLE, WAIT, RESTORE = "idle", "wait", "restore"
+# Why it runs: its timer (the deadline), a boot, or the follower (a failure it saw).
+DEADLINE, BOOT, FOLLOW = "deadline", "boot", "follow"
+# Seconds a failure waits for a controller to take it over, when the arm names none; the most allowed.
+GRACE, GRACE_MAX = 10.0, 15.0
+# A known-good that does not come up is started again after these pauses (seconds), then given up, and said.
+RETRY_BACKOFF = (5.0, 20.0)
+# The follower's look at the unit and the verdict (seconds).
+FOLLOW_POLL = 0.5
 
 
 def guard_units(unit):
     """(timer, deadline service, boot service) names of the guard of `unit`."""
     stem = unit[:-len(".service")] if unit.endswith(".service") else unit
     return stem + "-guard.timer", stem + "-guard.service", stem + "-guard-boot.service"
+
+
+def follower_unit(unit):
+    return guard_units(unit)[1][:-len(".service")] + "-follow.service"
 
 
 def clock(epoch):
@@ -60,18 +97,44 @@ def short_clock(epoch):
     return time.strftime("%H:%M:%S", time.gmtime(epoch))
 
 
-def decide(pending, reason, now):
-    """What a run of the guard does: (IDLE | WAIT | RESTORE, why). `reason`: 'deadline' (the
-    timer) or 'boot'. Pure: a table test covers it."""
+def observe(pending, status, verdict, first_new):
+    """What failed in the pending switch, in one sentence, or None. Pure.
+
+    `status`: the switched unit's systemd_state.unit_status now. `verdict`: the health gate's
+    (VERDICT), or None. `first_new`: (invocation id, NRestarts) of the first start seen after
+    the arm, or None while the unit still runs the invocation it ran at the arm (the restart
+    has not happened yet: the old server is not judged)."""
+    if verdict and float(verdict.get("time") or 0) >= float(pending.get("armed_at") or 0) \
+            and verdict.get("state") in ("failed", "timeout"):
+        return "its health gate said %s%s: %s" % (
+            verdict["state"], " (cause %s)" % verdict["cause"] if verdict.get("cause") else "", verdict.get("reason"))
+    if first_new is None:
+        return None
+    verdict_now, reason = judge(status, first_new[0], first_new[1])
+    return "%s: %s" % (pending.get("unit", "the unit"), reason) if verdict_now == FAILED else None
+
+
+def decide(pending, reason, now, failing=None):
+    """What a run of the guard does: (IDLE | WAIT | RESTORE, why). `reason`: DEADLINE (the timer),
+    BOOT or FOLLOW (the follower). `failing`: {why, since} once the follower saw the switch fail
+    (observe). Pure: a table test covers it."""
     if not pending:
         return IDLE, "no switch is pending: the deploy confirmed it or rolled it back"
-    if reason == "boot":
-        return RESTORE, "the host restarted during %s's %s" % (pending.get("variant", "?").upper(),
-                                                               pending.get("phase", "gate"))
-    if now + 1 < float(pending.get("deadline") or 0):
-        return WAIT, "the deadline %s is not reached yet" % clock(float(pending["deadline"]))
-    return RESTORE, "the controller did not confirm %s's %s by its deadline %s" % (
-        pending.get("variant", "?").upper(), pending.get("phase", "gate"), clock(float(pending.get("deadline") or 0)))
+    variant, phase = pending.get("variant", "?").upper(), pending.get("phase", "gate")
+    if reason == BOOT:
+        return RESTORE, "the host restarted during %s's %s" % (variant, phase)
+    deadline = float(pending.get("deadline") or 0)
+    if now + 1 >= deadline:
+        return RESTORE, "the controller did not confirm %s's %s by its deadline %s" % (variant, phase, clock(deadline))
+    if phase != "gate" or not failing:
+        # (A rollback under way is the controller's: its own deadline stands.)
+        return WAIT, "the deadline %s is not reached yet" % clock(deadline)
+    grace = min(float(pending.get("grace") or GRACE), GRACE_MAX)
+    if now - float(failing["since"]) >= grace:
+        return RESTORE, "%s failed (%s) at %s, and no controller took it over within %.0f s" % (
+            variant, failing["why"], short_clock(failing["since"]), grace)
+    return WAIT, "%s failed (%s); a controller may take it over until %s" % (
+        variant, failing["why"], short_clock(float(failing["since"]) + grace))
 
 
 def fired_on(config_id, pending, result):
@@ -83,21 +146,27 @@ def fired_on(config_id, pending, result):
     return result if (result.get("pending") or {}).get("config_id") == config_id else None
 
 
+def acted_on_failure(result):
+    """The guard restored because the new server failed (not because nobody confirmed it)."""
+    return bool(result) and result.get("reason") == FOLLOW
+
+
 def said(result):
     """The sentence the next deploy, status.yml and rollback.yml repeat about a guard that acted."""
     if not result:
         return None
+    tries = " after %d tries" % result["attempts"] if result.get("attempts", 1) > 1 else ""
     if result.get("healthy"):
-        return ("%s at %s; the host restored %s by itself, healthy in %.1f s"
+        return ("%s at %s; the host restored %s by itself, healthy in %.1f s%s"
                 % (result["why"], short_clock(result["time"]), result.get("restored", "the known-good").upper(),
-                   result.get("seconds", 0.0)))
-    return ("%s at %s; the host tried to restore %s by itself and it is NOT healthy: %s"
+                   result.get("seconds", 0.0), tries))
+    return ("%s at %s; the host tried to restore %s by itself%s and it is NOT healthy: %s"
             % (result["why"], short_clock(result["time"]), (result.get("restored") or "the known-good").upper(),
-               result.get("error") or "see journalctl -u %s" % result.get("unit", "sglang.service")))
+               tries, result.get("error") or "see journalctl -u %s" % result.get("unit", "sglang.service")))
 
 
 def timer_text(unit, deadline):
-    timer, service, _boot = guard_units(unit)
+    _timer, service, _boot = guard_units(unit)
     return ("# inferops.sglang: restores the known-good %s unless the deploy confirms its switch by this time\n"
             "[Unit]\nDescription=inferops.sglang guard of %s (deadline)\n\n"
             "[Timer]\nOnCalendar=%s\nAccuracySec=1s\nRemainAfterElapse=no\nUnit=%s\n"
@@ -105,11 +174,14 @@ def timer_text(unit, deadline):
 
 
 def service_text(unit, python, state_dir, reason):
-    installed = "\n[Install]\nWantedBy=multi-user.target\n" if reason == "boot" else ""
+    """The unit of one of the guard's runs. A run that fails (its program could not run, the
+    disk was full) is started again by systemd until it ends: the promise is not given up."""
+    installed = "\n[Install]\nWantedBy=multi-user.target\n" if reason == BOOT else ""
+    kind = "simple" if reason == FOLLOW else "oneshot"
     return ("# inferops.sglang: the guard of %s (%s)\n[Unit]\nDescription=inferops.sglang guard of %s (%s)\n"
-            "After=network.target\n\n[Service]\nType=oneshot\nSyslogIdentifier=%s\n"
-            "ExecStart=%s %s/sglang-guard --state-dir %s --reason %s\n%s"
-            % (unit, reason, unit, reason, guard_units(unit)[1][:-len(".service")], python, LIB_DIR,
+            "After=network.target\nStartLimitIntervalSec=0\n\n[Service]\nType=%s\nSyslogIdentifier=%s\n"
+            "ExecStart=%s %s/sglang-guard --state-dir %s --reason %s\nRestart=on-failure\nRestartSec=5\n%s"
+            % (unit, reason, unit, reason, kind, guard_units(unit)[1][:-len(".service")], python, LIB_DIR,
                state_dir, reason, installed))
 
 
@@ -150,9 +222,15 @@ def systemctl(*args):
     return proc.returncode, proc.stdout.strip()
 
 
-def unit_state(unit):
-    _rc, out = systemctl("show", "-p", "ActiveState", "--value", unit)
-    return out
+def run_command(argv):
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          check=False, env=dict(os.environ, LC_ALL="C"))
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def read_unit(unit):
+    _rc, out, _err = run_command(show_command(unit))
+    return unit_status(parse_show(out))
 
 
 def api_key(state_dir):
@@ -178,18 +256,46 @@ def healthy(url, key, timeout):
         conn.close()
 
 
-def wait_healthy(unit, url, key, timeout):
-    """Poll the known-good's health until 200, its unit fails, or `timeout` seconds pass:
-    (healthy, error)."""
-    start, delay = time.monotonic(), 0.2
-    while time.monotonic() - start < timeout:
-        if healthy(url, key, 2.0):
-            return True, None
-        if unit_state(unit) == "failed":
+def wait_healthy(unit, url, key, timeout, settle):
+    """Poll the known-good's health until it answered 200 and still answers `settle` seconds
+    later (as the deploy's gate), its unit fails, or `timeout` seconds pass: (healthy, error)."""
+    start, delay, first = time.monotonic(), 0.2, None
+    while time.monotonic() - start < timeout + settle:
+        now = time.monotonic()
+        if healthy(url, key, 5.0):
+            first = now if first is None else first
+            if now - first >= settle:
+                return True, None
+        elif first is not None:
+            return False, "%s answered 200, then stopped answering within its %.0f s settle" % (url, settle)
+        if read_unit(unit)["active_state"] == "failed":
             return False, "%s failed while it started (journalctl -u %s)" % (unit, unit)
+        if first is None and now - start >= timeout:
+            break
         time.sleep(delay)
         delay = min(delay * 1.5, 2.0)
     return False, "%s did not answer 200 on %s within %d s" % (unit, url, timeout)
+
+
+def wait_released(unit, timeout, tolerance_mib):
+    """Wait until the stopped unit's processes and the GPU memory nobody holds are gone, as the
+    rollback does (gpu_released): None once they are, else what is still there."""
+    binary = shutil.which("nvidia-smi")
+    started, pause = time.monotonic(), 0.25
+    while True:
+        try:
+            gpu = read_gpus(run_command, binary, 30, process_unit, process_title) if binary else \
+                {"devices": [], "processes": []}
+        except NvidiaSmiError as exc:
+            return "cannot read the GPUs: %s" % exc
+        found = leftovers(unit, unit_processes(unit), gpu["devices"], gpu["processes"], tolerance_mib)
+        waited = time.monotonic() - started
+        if found["released"]:
+            return None
+        if waited >= timeout:
+            return describe_leftovers(unit, found, waited)
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
 
 
 def known_good_url(record, pending):
@@ -198,59 +304,152 @@ def known_good_url(record, pending):
     return "http://%s:%s/health" % (host, args.get("port") or pending.get("port", 30000))
 
 
-def restore(state_dir, pending):
-    """The rollback's restore, done by the host: the known-good's files and record back, the
-    switched unit stopped, the known-good started and proven healthy. Returns the result."""
+def start_known_good(state_dir, pending, record):
+    """One start of the known-good: the switched unit stopped, its leftovers gone, the
+    known-good's start-limit state cleared, started, healthy and settled: (healthy, error, unit)."""
+    unit = pending["unit"]
+    adopted = (record or {}).get("adopted") or {}
+    target = adopted.get("unit") or unit
+    systemctl("stop", unit)
+    left = wait_released(unit, float(pending.get("leftovers_timeout", 60)), int(pending.get("tolerance_mib", 1024)))
+    if left:
+        return False, left, target
+    if adopted:
+        systemctl("disable", unit)
+    systemctl("reset-failed", target)
+    systemctl("enable", target)
+    systemctl("start", target)
+    ok, error = wait_healthy(target, known_good_url(record, pending), api_key(state_dir),
+                             float(pending.get("timeout", 600)), float(pending.get("settle", 0)))
+    return ok, error, target
+
+
+def never_switched(pending, status):
+    """The unit still runs the invocation it ran when the guard was armed, and serves: the
+    restart never happened (the controller went away before it)."""
+    return bool(pending.get("invocation")) and status["invocation_id"] == pending["invocation"] and \
+        status["active_state"] == "active"
+
+
+def restore(state_dir, pending, sleep=time.sleep):
+    """The rollback's restore, done by the host: the known-good's files and record back, then
+    its start (start_known_good), tried again after each pause of RETRY_BACKOFF. A server the
+    switch never restarted gets its files back and keeps running. Returns the result."""
     unit = pending["unit"]
     problem = host_state.known_good_problem(state_dir, unit)
     folder = host_state.known_good_dir(state_dir)
     if problem or folder is None:
         # Nothing better to run than what runs: it is left as it is, and said.
-        return {"restored": None, "healthy": False, "unit": unit,
+        return {"restored": None, "healthy": False, "unit": unit, "attempts": 0,
                 "error": "the known-good is %s; %s was left running" % (problem or "missing", unit)}
     record = host_state.read_json(os.path.join(folder, host_state.META))
     entries = host_state.restore_entries(pending["unit_dir"], unit, state_dir, int(pending["gid"]), record)
     targets = [(name, path, mode, uid, gid) for _kind, name, path, mode, uid, gid in entries]
     started = time.monotonic()
     record, _changed = host_state.restore_known_good(state_dir, targets)
-    adopted = (record or {}).get("adopted") or {}
     systemctl("daemon-reload")
-    systemctl("stop", unit)
-    if adopted:
-        systemctl("disable", unit)
-    target = adopted.get("unit") or unit
-    systemctl("enable", target)
-    systemctl("start", target)
-    ok, error = wait_healthy(target, known_good_url(record, pending), api_key(state_dir), pending.get("timeout", 600))
-    name = adopted.get("unit") or (record or {}).get("variant") or "known-good"
-    return {"restored": name, "healthy": ok, "error": error, "unit": target,
+    name = ((record or {}).get("adopted") or {}).get("unit") or (record or {}).get("variant") or "known-good"
+    url = known_good_url(record, pending)
+    if never_switched(pending, read_unit(unit)) and not (record or {}).get("adopted") and \
+            healthy(url, api_key(state_dir), 5.0):
+        ok, error = True, None
+        target, attempts = unit, 0
+    else:
+        attempts = 0
+        for pause in (0.0,) + RETRY_BACKOFF:
+            sleep(pause)
+            attempts += 1
+            ok, error, target = start_known_good(state_dir, pending, record)
+            if ok:
+                break
+            print("inferops.sglang guard: the known-good %s did not come up (try %d): %s" % (name, attempts, error),
+                  flush=True)
+    return {"restored": name, "healthy": ok, "error": error, "unit": target, "attempts": attempts,
             "seconds": round(time.monotonic() - started, 1)}
 
 
+def release_deploy_lock(pending):
+    """The deploy lock of the switch's controller, which went away: released (with its marker,
+    as deploy_lock does), so the next deploy needs no sglang_break_lock. True when released."""
+    lock = pending.get("lock") or {}
+    path = lock.get("path")
+    if not path or not lock.get("run_id"):
+        return False
+    holder = host_state.read_json(path) or {}
+    if holder.get("run_id") != lock["run_id"]:
+        return False
+    with open(path + ".released", "w") as fh:
+        fh.write("%.6f\n" % time.time())
+    os.unlink(path)
+    return True
+
+
+def remember_failure(state_dir, pending, failing):
+    """A new server the host saw fail is on the record as a rolled-back configuration, as the
+    controller's rollback records it: a re-run of exactly it is not retried."""
+    verdict = host_state.read_json(os.path.join(state_dir, VERDICT)) or {}
+    mine = float(verdict.get("time") or 0) >= float(pending.get("armed_at") or 0)
+    record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "variant": pending.get("variant"),
+              "cause": (verdict.get("cause") if mine else None) or "unit_failed", "by": "the host's guard",
+              "why": (failing or {}).get("why")}
+    path = host_state.rolled_back_path(state_dir, pending["config_id"])
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path), 0o750)
+    write_json(path, record)
+
+
 def disarm_units(unit):
-    timer, service, boot = guard_units(unit)
+    timer, _service, boot = guard_units(unit)
     systemctl("disable", "--now", timer)
     systemctl("disable", boot)
 
 
-def run(state_dir, reason, now=None):
-    """One run of the guard on the host (its units' ExecStart). Returns the line it says."""
+def act(state_dir, reason, failing=None, now=None):
+    """Decide under the guard's lock, and restore when the decision says so. Returns the line it says."""
     with Locked(state_dir):
         pending = read_pending(state_dir)
-        action, why = decide(pending, reason, time.time() if now is None else now)
+        action, why = decide(pending, reason, time.time() if now is None else now, failing)
         if action != RESTORE:
             return "inferops.sglang guard (%s): %s; nothing to do" % (reason, why)
-        result = restore(state_dir, pending)
-        result.update({"time": time.time(), "why": why, "reason": reason, "pending": pending})
+        result = {"time": time.time(), "why": why, "reason": reason, "pending": pending, "healthy": False,
+                  "restored": None, "unit": pending.get("unit"), "error": "the guard's run did not finish"}
+        # Said before the restore begins: a run that dies midway leaves its trace, and systemd runs it again.
+        write_json(os.path.join(state_dir, RESULT), result)
+        result.update(restore(state_dir, pending))
+        result["lock_released"] = release_deploy_lock(pending)
+        if reason == FOLLOW:
+            remember_failure(state_dir, pending, failing)
         write_json(os.path.join(state_dir, RESULT), result)
         os.unlink(os.path.join(state_dir, PENDING))
         disarm_units(pending["unit"])
         return "inferops.sglang guard (%s): %s" % (reason, said(result))
 
 
+def follow(state_dir, poll=FOLLOW_POLL):
+    """The follower: watch the pending switch until it ends, and restore when it failed and no
+    controller took it over (decide). Returns the line it says."""
+    first_new, failing = None, None
+    while True:
+        pending = read_pending(state_dir)
+        if not pending:
+            return "inferops.sglang guard (follow): the switch ended (confirmed or rolled back); nothing to do"
+        status = read_unit(pending["unit"])
+        if first_new is None and status["invocation_id"] and status["invocation_id"] != pending.get("invocation"):
+            first_new = (status["invocation_id"], status["n_restarts"])
+        if failing is None:
+            why = observe(pending, status, host_state.read_json(os.path.join(state_dir, VERDICT)), first_new)
+            failing = {"why": why, "since": time.time()} if why else None
+            if failing:
+                print("inferops.sglang guard (follow): %s" % why, flush=True)
+        action, _why = decide(pending, FOLLOW, time.time(), failing)
+        if action == RESTORE:
+            return act(state_dir, FOLLOW, failing)
+        time.sleep(poll)
+
+
 def main(argv):
     """The guard units' entry point (the launcher sglang_guard writes calls it): (exit code, line)."""
-    state_dir, reason = "/etc/sglang", "deadline"
+    state_dir, reason = "/etc/sglang", DEADLINE
     args = list(argv)
     while args:
         flag = args.pop(0)
@@ -258,5 +457,5 @@ def main(argv):
             state_dir = args.pop(0)
         elif flag == "--reason":
             reason = args.pop(0)
-    line = run(state_dir, reason)
-    return (1 if "NOT healthy" in line else 0), line
+    # (A run that raised exits non-zero: systemd runs it again, and the switch is still pending.)
+    return 0, follow(state_dir) if reason == FOLLOW else act(state_dir, reason)

@@ -146,14 +146,17 @@ def stall_limit(phase, known_good, floor, factor):
     return max(float(floor), float(factor) * float(took)) if took else float(floor)
 
 
-def stalled(progress, now, known_good, floor, factor):
+def stalled(progress, now, known_good, floor, factor, watching_since=None):
     """None while the start makes progress, else what stalled: phase, seconds without
     progress, the limit, the known-good's time for the phase, the last progress line. (Asked
-    only until the health check's first 200: after `ready`, that is the phase waited for.)"""
+    only until the health check's first 200: after `ready`, that is the phase waited for.)
+    `watching_since`: when the gate began to watch. Quiet before then is not the start's: a
+    server that logged its lines long before (a re-gate of one that runs, a gate that began
+    late on a busy controller) is judged from then, not by the age of its lines."""
     phase = progress.phase() or HEALTH
     if not floor or progress.last_at is None:
         return None
-    quiet = now - progress.last_at
+    quiet = now - max(progress.last_at, watching_since or progress.last_at)
     limit = stall_limit(phase, known_good, floor, factor)
     if quiet <= limit:
         return None

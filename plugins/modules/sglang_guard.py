@@ -13,20 +13,30 @@ module: sglang_guard
 short_description: Arm or disarm the host's own guard over an SGLang switch
 version_added: "0.3.0"
 description:
-  - Before a deploy restarts the service on a new configuration, O(state=armed) records the
-    switch as pending on the host (C(pending.json) in O(state_dir)) and arms a guard of the host's
-    own systemd - a timer that fires at the deadline and a unit that runs at every boot.
-  - Unless the deploy confirms the switch first (O(state=disarmed), once its gates passed and its
-    outcome is recorded), the guard restores the known-good service by itself - the same restore
-    as the rollback's - proves it healthy on its own address, and writes what it did to the
-    journal (C(journalctl -u <unit stem>-guard)) and to C(guard.json) in O(state_dir).
-  - A host that boots while a switch is pending restores the known-good at boot, not at the
-    deadline - the reboot ended the deploy, so nothing can confirm the switch any more.
-  - The guard's program is written to C(/usr/local/lib/inferops-sglang/guard/) (standard library
-    only); its units are C(<unit stem>-guard.timer), C(<unit stem>-guard.service) and
-    C(<unit stem>-guard-boot.service).
+  - Before the first file of a switch changes, O(state=armed) records the switch as pending on the host
+    (C(pending.json) in O(state_dir)) and arms a guard of the host's own systemd - a follower, a timer that fires
+    at the deadline and a unit that runs at every boot.
+  - The follower watches the switched unit (failed, inactive, auto-restarting, restarted by systemd) and the
+    verdict of the deploy's health gate, which runs on the host too (M(inferops.sglang.sglang_health)'s
+    O(inferops.sglang.sglang_health#module:verdict_path)). When the new server fails and no controller takes the
+    failure over within O(grace) seconds (the rollback re-arms the guard with O(phase=rollback)), the host
+    restores the known-good by itself - whether the controller went away or only follows other hosts.
+  - Unless the deploy confirms the switch first (O(state=disarmed), once its gates passed and its outcome is
+    recorded), the guard restores the known-good at the deadline too: a healthy new server that nobody confirms
+    is safe until then.
+  - The restore is the rollback's: the known-good's files back, the switched unit stopped, its processes and GPU
+    memory gone, the start-limit state cleared, the known-good started, healthy and settled (O(settle)); tried
+    again twice with a backoff, and said in the journal (C(journalctl -u <unit stem>-guard*)) and in
+    C(guard.json) in O(state_dir). The deploy lock of the controller that went away is released.
+  - A host that boots while a switch is pending restores the known-good at boot, not at the deadline - the
+    reboot ended the deploy, so nothing can confirm the switch any more.
+  - The guard's program is written to C(/usr/local/lib/inferops-sglang/guard/) (this collection's pure
+    module_utils, standard library only); its units are C(<unit stem>-guard-follow.service),
+    C(<unit stem>-guard.timer), C(<unit stem>-guard.service) and C(<unit stem>-guard-boot.service). A run of
+    them that fails is started again by systemd.
   - Arming again moves the deadline (the rollback re-arms for its own restore); it keeps the
-    pending switch's start time.
+    pending switch's start time. A rollback's arm when the guard already restored this switch arms nothing and
+    returns RV(fired).
 author:
   - inferops maintainers (@inferops)
 options:
@@ -69,6 +79,29 @@ options:
     description: How long the guard waits for the restored known-good to answer 200.
     type: float
     default: 600
+  settle:
+    description: Seconds the restored known-good must keep answering after its first 200, as the deploy's gate.
+    type: float
+    default: 0
+  grace:
+    description:
+      - Seconds a failure of the new server waits for a controller to take it over (a rollback's arm) before the
+        host restores by itself. At most 15.
+    type: float
+    default: 10
+  leftovers_timeout:
+    description: How long the guard's restore waits for the switched unit's processes and GPU memory to go.
+    type: float
+    default: 60
+  tolerance_mib:
+    description: GPU memory (MiB) no process holds that the wait tolerates (the driver's own use).
+    type: int
+    default: 1024
+  lock_path:
+    description: The deploy lock (M(inferops.sglang.deploy_lock)'s O(inferops.sglang.deploy_lock#module:path)); the
+      guard releases the switch's lock when it ends a switch whose controller went away.
+    type: path
+    default: /run/inferops-sglang/deploy.lock
   host:
     description: The address the known-good listens on when its record names none.
     type: str
@@ -121,8 +154,9 @@ deadline_at:
   sample: "2026-12-03 12:04:31 UTC"
 fired:
   description:
-    - What the guard did when it already acted on this switch (disarmed) - it restored the known-good before
-      the deploy confirmed; null when it did not. The caller decides what that means for its outcome.
+    - What the guard did when it already acted on this switch (disarmed, or a rollback's arm) - it restored the
+      known-good before the deploy confirmed or took the failure over; null when it did not. The caller decides
+      what that means for its outcome.
   returned: always
   type: dict
 said:
@@ -143,18 +177,20 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.sglang.plugins.module_utils import guard, host_state
+from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import parse_show, show_command, unit_status
 
 PACKAGE = "ansible_collections.inferops.sglang.plugins.module_utils"
 
 
-# The guard units' program: this collection's guard.py and host_state.py, copied beside it.
+# The guard units' program: this collection's pure module_utils, copied beside it as the package
+# they import each other from.
 LAUNCHER = """#!/usr/bin/env python3
 # inferops.sglang: the host's guard over an SGLang switch (written by inferops.sglang.sglang_guard).
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import guard  # noqa: E402
+from ansible_collections.inferops.sglang.plugins.module_utils import guard  # noqa: E402
 
 code, line = guard.main(sys.argv[1:])
 print(line)
@@ -163,13 +199,17 @@ raise SystemExit(code)
 
 
 def write_program(check):
-    """The guard's launcher and the two modules it imports, from this collection's own copies."""
+    """The guard's launcher and the modules it imports, from this collection's own copies."""
     changed = False
-    if not check and not os.path.isdir(guard.LIB_DIR):
-        os.makedirs(guard.LIB_DIR, 0o755)
-    for name in ("guard.py", "host_state.py"):
+    folder = os.path.join(guard.LIB_DIR, *PACKAGE.split("."))
+    if not check and not os.path.isdir(folder):
+        os.makedirs(folder, 0o755)
+    for depth in range(len(PACKAGE.split("."))):
+        init = os.path.join(guard.LIB_DIR, *PACKAGE.split(".")[:depth + 1] + ["__init__.py"])
+        changed |= host_state.put_file(init, b"", 0o644, 0, 0, check)
+    for name in guard.PROGRAM_MODULES:
         data = pkgutil.get_data(PACKAGE, name)
-        changed |= host_state.put_file(os.path.join(guard.LIB_DIR, name), data, 0o644, 0, 0, check)
+        changed |= host_state.put_file(os.path.join(folder, name), data, 0o644, 0, 0, check)
     changed |= host_state.put_file(os.path.join(guard.LIB_DIR, "sglang-guard"), LAUNCHER.encode("utf-8"), 0o755, 0, 0,
                                    check)
     return changed
@@ -178,8 +218,10 @@ def write_program(check):
 def write_units(params, deadline, check):
     timer, service, boot = guard.guard_units(params["unit"])
     texts = {timer: guard.timer_text(params["unit"], deadline),
-             service: guard.service_text(params["unit"], sys.executable, params["state_dir"], "deadline"),
-             boot: guard.service_text(params["unit"], sys.executable, params["state_dir"], "boot")}
+             service: guard.service_text(params["unit"], sys.executable, params["state_dir"], guard.DEADLINE),
+             boot: guard.service_text(params["unit"], sys.executable, params["state_dir"], guard.BOOT),
+             guard.follower_unit(params["unit"]):
+                 guard.service_text(params["unit"], sys.executable, params["state_dir"], guard.FOLLOW)}
     changed = False
     for name, text in texts.items():
         changed |= host_state.put_file(os.path.join(params["unit_dir"], name), text.encode("utf-8"), 0o644, 0, 0,
@@ -192,31 +234,63 @@ def run(module, *args):
     if rc != 0:
         module.fail_json(msg="%s guard: systemctl %s failed (rc %d): %s"
                              % (module.params["unit"], " ".join(args), rc, (err or out).strip()), elapsed=0.0)
+    return out
 
 
-def arm(module, params):
+def input_problem(params):
+    """What is wrong with an arm's inputs, before anything is written, or None."""
+    if params["deadline"] is None or params["deadline"] <= 0:
+        return "deadline must be a positive number of seconds, got %s (the health timeout, the settle and " \
+               "sglang_guard_margin add up to it)" % params["deadline"]
+    if not 0 < params["grace"] <= guard.GRACE_MAX:
+        return "grace must be more than 0 and at most %.0f seconds, got %s" % (guard.GRACE_MAX, params["grace"])
+    if params["timeout"] <= 0 or params["settle"] < 0 or params["leftovers_timeout"] < 0:
+        return "timeout must be positive, settle and leftovers_timeout 0 or more (got %s, %s and %s)" % (
+            params["timeout"], params["settle"], params["leftovers_timeout"])
+    return None
+
+
+def pending_record(module, params, now, earlier):
     try:
         gid = grp.getgrnam(params["group"]).gr_gid
     except KeyError:
-        if module.check_mode:   # the deploy creates the group; check mode has not
-            gid = 0
-        else:
+        if not module.check_mode:
             module.fail_json(msg="group %s does not exist (set group to the service's)" % params["group"],
                              elapsed=0.0)
-    now = time.time()
-    deadline = now + params["deadline"]
-    earlier = guard.read_pending(params["state_dir"]) or {}
-    pending = {
+        gid = 0   # the deploy creates the group; check mode has not
+    _rc, out, _err = module.run_command(show_command(params["unit"]))
+    holder = host_state.read_json(params["lock_path"]) or {}
+    same = bool(earlier) and earlier.get("config_id") == params["config_id"]
+    return {
         "config_id": params["config_id"], "variant": params["variant"], "phase": params["phase"],
         # A re-arm of the same switch (the rollback's) keeps when the switch began.
-        "started": earlier.get("started") if earlier.get("config_id") == params["config_id"] and earlier else now,
-        "deadline": deadline, "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
-        "timeout": params["timeout"], "host": params["host"], "port": params["port"],
+        "started": earlier["started"] if same else now, "armed_at": now,
+        "deadline": now + params["deadline"], "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
+        # What the unit ran at the arm: the follower judges only a start after it.
+        "invocation": earlier.get("invocation") if same else unit_status(parse_show(out))["invocation_id"],
+        "timeout": params["timeout"], "settle": params["settle"], "grace": params["grace"],
+        "leftovers_timeout": params["leftovers_timeout"], "tolerance_mib": params["tolerance_mib"],
+        "host": params["host"], "port": params["port"],
+        "lock": {"path": params["lock_path"], "run_id": holder.get("run_id")},
     }
+
+
+def arm(module, params):
+    now = time.time()
+    deadline = now + params["deadline"]
     if module.check_mode:
-        return dict(changed=True, pending=pending, deadline_at=guard.clock(deadline), fired=None, said=None,
+        return dict(changed=True, pending=pending_record(module, params, now, None), deadline_at=guard.clock(deadline),
+                    fired=None, said=None,
                     msg="would arm the guard of %s until %s (check mode)" % (params["unit"], guard.clock(deadline)))
     with guard.Locked(params["state_dir"]):
+        earlier = guard.read_pending(params["state_dir"])
+        fired = guard.fired_on(params["config_id"], earlier, guard.read_result(params["state_dir"]))
+        if params["phase"] == "rollback" and fired:
+            # The host restored this switch by itself before the rollback took it over: nothing to arm.
+            return dict(changed=False, pending=None, deadline_at=None, fired=fired, said=guard.said(fired),
+                        msg="%s: the host's guard already restored the known-good: %s" % (
+                            params["unit"], guard.said(fired)))
+        pending = pending_record(module, params, now, earlier)
         write_program(False)
         write_units(params, deadline, False)
         # A new switch: the guard's last result was said by the read that planned it, it is history
@@ -229,24 +303,30 @@ def arm(module, params):
         run(module, "daemon-reload")
         run(module, "enable", boot)
         run(module, "restart", timer)
+        run(module, "restart", guard.follower_unit(params["unit"]))
     return dict(changed=True, pending=pending, deadline_at=guard.clock(deadline), fired=None, said=None,
-                msg="%s: the host restores the known-good by itself unless this deploy confirms %s by %s"
-                    % (params["unit"], (params["variant"] or "the switch").upper(), guard.clock(deadline)))
+                msg="%s: the host restores the known-good by itself if the new server fails and no controller "
+                    "takes it over within %.0f s, or unless this deploy confirms %s by %s"
+                    % (params["unit"], params["grace"], (params["variant"] or "the switch").upper(),
+                       guard.clock(deadline)))
 
 
 def disarm(module, params):
     if not os.path.isdir(params["state_dir"]):   # check mode on a host the deploy has not prepared
         return dict(changed=False, pending=None, fired=None, said=None)
+    if module.check_mode:
+        pending = guard.read_pending(params["state_dir"])
+        return dict(changed=pending is not None, pending=pending, fired=None, said=None)
     # Read under the guard's lock: a guard run that holds it may be restoring this very switch.
     with guard.Locked(params["state_dir"]):
         pending = guard.read_pending(params["state_dir"])
         fired = guard.fired_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
-        if fired or module.check_mode or pending is None:
-            return dict(changed=False if fired else pending is not None, pending=pending, fired=fired,
-                        said=guard.said(fired) if fired else None)
+        if fired or pending is None:
+            return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
         timer, _service, boot = guard.guard_units(params["unit"])
         run(module, "disable", "--now", timer)
         run(module, "disable", boot)
+        # (The follower ends by itself within a second, once it reads that nothing is pending.)
         os.unlink(os.path.join(params["state_dir"], guard.PENDING))
     return dict(changed=True, pending=pending, fired=None, said=None)
 
@@ -264,6 +344,11 @@ def main():
             variant=dict(type="str"),
             phase=dict(type="str", default="gate", choices=["gate", "rollback"]),
             timeout=dict(type="float", default=600.0),
+            settle=dict(type="float", default=0.0),
+            grace=dict(type="float", default=guard.GRACE),
+            leftovers_timeout=dict(type="float", default=60.0),
+            tolerance_mib=dict(type="int", default=1024),
+            lock_path=dict(type="path", default="/run/inferops-sglang/deploy.lock"),
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
         ),
@@ -271,9 +356,9 @@ def main():
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
-    if params["state"] == "armed" and params["deadline"] <= 0:
-        module.fail_json(msg="deadline must be a positive number of seconds, got %s" % params["deadline"],
-                         elapsed=0.0)
+    problem = input_problem(params) if params["state"] == "armed" else None
+    if problem:
+        module.fail_json(msg="%s guard: %s; nothing was changed" % (params["unit"], problem), elapsed=0.0)
     if not os.path.isdir(params["state_dir"]) and not module.check_mode:
         module.fail_json(msg="%s does not exist: the deploy creates the state folders before it arms the guard"
                              % params["state_dir"], elapsed=0.0)

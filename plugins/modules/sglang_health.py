@@ -129,6 +129,13 @@ options:
         (RV(timeline) of its gate, as the deploy records it), keyed C(parallel), C(weights),
         C(kv_pool), C(graphs) and C(ready), for example 198 for C(weights).
     type: dict
+  verdict_path:
+    description:
+      - Where to write the verdict (state, cause, reason, invocation, time) once it is reached, for the host's
+        guard (M(inferops.sglang.sglang_guard)): a failure is then acted on with no controller to collect this
+        result. Not written in check mode, nor while the wait goes on (C(starting), C(waiting)).
+    type: path
+    version_added: 0.4.0
 attributes:
   check_mode:
     support: full
@@ -337,6 +344,7 @@ ansible_facts:
 """
 
 import json
+import os
 import threading
 import time
 
@@ -439,6 +447,7 @@ class Gate:
         self.journalctl = module.get_bin_path("journalctl", required=True)
         # Earlier slices of the same wait count against the deadline.
         self.started = time.monotonic() - module.params["waited"]
+        self.watching_since = time.time() - module.params["waited"]
         self.healthy_at = module.params["healthy_at"]
         self.taken = None   # the other processes that answered on the port, once seen
         self.follower = None
@@ -546,7 +555,7 @@ class Gate:
                 self.follower.progress.tree_changed(now)
             self.tree = tree
             self.stall = startup.stalled(self.follower.progress, now, self.params["known_good_timeline"],
-                                         self.params["stall"], self.params["stall_factor"])
+                                         self.params["stall"], self.params["stall_factor"], self.watching_since)
         return self.stall is not None
 
     def timeline(self):
@@ -609,6 +618,17 @@ def describe_probe(prober):
     return prober.error or "unit never became active, endpoint not probed"
 
 
+def write_verdict(path, facts):
+    """The verdict, where the host's guard reads it (guard.VERDICT): it acts on a failure with no
+    controller to collect this result. Written whole (a temporary file renamed)."""
+    record = dict((key, facts[key]) for key in ("state", "cause", "reason", "invocation_id", "unit", "rank"))
+    record["time"] = facts["observed_at"]
+    temporary = "%s.%d" % (path, os.getpid())
+    with open(temporary, "w") as fh:
+        json.dump(record, fh)
+    os.rename(temporary, path)
+
+
 def failure_message(facts):
     first = facts["evidence"][0]["match"] if facts["evidence"] else (facts["tail"] or ["(no journal lines)"])[-1]
     if facts["stall"]:
@@ -640,6 +660,7 @@ def main():
             stall=dict(type="float", default=600),
             stall_factor=dict(type="float", default=3.0),
             known_good_timeline=dict(type="dict"),
+            verdict_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -687,6 +708,8 @@ def main():
         "stall": gate.stall, "timeline": timeline, "memory": memory,
         "known_good_timeline": params["known_good_timeline"] or None,
     }
+    if params["verdict_path"] and state not in ("starting", "waiting") and not module.check_mode:
+        write_verdict(params["verdict_path"], facts)
     result = dict(facts, changed=False, ansible_facts={"sglang_health": facts})
     if state in ("failed", "timeout") and params["fail_on_unhealthy"]:
         module.fail_json(msg=failure_message(facts), **result)

@@ -279,6 +279,13 @@ OUTCOMES = [
      {"guard_fired": {"why": "the controller did not confirm DDTREE's gate by its deadline", "time": 1796300331.0,
                       "restored": "nextn", "healthy": True, "seconds": 2.0}},
      ("rolled_back", "guard_acted_first", False, False)),
+    ("the guard restored a new server that failed, its grace first: the gate's cause, rolled back (its arm says so)",
+     SWITCH, {"gate": OOM, "guard_fired": {"why": "DDTREE failed (...) at 12:13:26, and no controller took it over",
+                                           "reason": "follow", "time": 1796300331.0, "restored": "nextn",
+                                           "healthy": True, "seconds": 2.0}},
+     ("rolled_back", "kv_pool_oom", True, False)),
+    ("a re-gate of the running server that failed: rolled back, its configuration not to blame", SWITCH,
+     {"gate": OOM, "restarted": False}, ("rolled_back", "kv_pool_oom", True, False)),
 ]
 
 
@@ -289,7 +296,9 @@ def test_outcome(the_plan, over, expected):
     assert got["outcome"] in dp.OUTCOMES
     # (A switch undone only because the guard's deadline came first, or because a task failed,
     # did not fail by its configuration: not remembered.)
-    assert got["remember"] is (got["outcome"] == "rolled_back" and got["cause"] not in (dp.GUARD_ACTED, dp.TASK_FAILED))
+    # A gate that only re-checked a server this deploy did not restart is not the configuration's either.
+    blameless = got["cause"] in (dp.GUARD_ACTED, dp.TASK_FAILED) or not over.get("restarted", True)
+    assert got["remember"] is (got["outcome"] == "rolled_back" and not blameless)
     # Every rollback is on the record (writing it notifies the handler); one that was not the
     # configuration's fault says so, and a re-run tries it again.
     if got["rollback"]:

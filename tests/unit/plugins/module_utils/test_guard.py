@@ -46,6 +46,81 @@ def test_said(result, text):
     assert guard.said(result) == text
 
 
+ARMED = dict(PENDING, armed_at=T0, invocation="old", unit="sglang.service", grace=10)
+FAILING = {"why": "sglang.service: unit failed (result exit-code)", "since": T0 + 6}
+
+
+@pytest.mark.parametrize("pending, now, failing, action, why", [
+    (ARMED, T0 + 6, FAILING, guard.WAIT,
+     "DDTREE failed (sglang.service: unit failed (result exit-code)); a controller may take it over until 12:13:36"),
+    (ARMED, T0 + 16, FAILING, guard.RESTORE,
+     "DDTREE failed (sglang.service: unit failed (result exit-code)) at 12:13:26, and no controller took it over "
+     "within 10 s"),
+    (dict(ARMED, grace=600), T0 + 22, FAILING, guard.RESTORE,
+     "DDTREE failed (sglang.service: unit failed (result exit-code)) at 12:13:26, and no controller took it over "
+     "within 15 s"),
+    (dict(ARMED, phase="rollback"), T0 + 60, FAILING, guard.WAIT, "the deadline 2026-12-03 12:18:50 UTC is not reached yet"),
+    (ARMED, T0 + 200, None, guard.WAIT, "the deadline 2026-12-03 12:18:50 UTC is not reached yet"),
+    (dict(ARMED, deadline=T0 + 12), T0 + 12, FAILING, guard.RESTORE,
+     "the controller did not confirm DDTREE's gate by its deadline 2026-12-03 12:13:32 UTC"),
+], ids=["failed: the grace for a controller to take it over", "the grace ran out: the host restores",
+        "a grace over 15 s counts as 15", "a rollback under way is the controller's", "healthy, unconfirmed: it waits",
+        "the deadline comes before the grace"])
+def test_decide_on_a_failure_the_follower_saw(pending, now, failing, action, why):
+    assert guard.decide(pending, guard.FOLLOW, now, failing) == (action, why)
+
+
+def status(invocation="new", active="active", sub="running", restarts=0, result="success"):
+    return {"load_state": "loaded", "active_state": active, "sub_state": sub, "result": result,
+            "invocation_id": invocation, "n_restarts": restarts}
+
+
+VERDICT_FAILED = {"state": "failed", "cause": "oom_kv_pool", "reason": "unit failed (result exit-code)",
+                  "time": T0 + 5}
+
+
+@pytest.mark.parametrize("st, verdict, first_new, seen", [
+    (status("old"), None, None, None),
+    (status(), None, ("new", 0), None),
+    (status(active="failed", sub="failed", result="exit-code"), None, ("new", 0),
+     "sglang.service: unit failed (result exit-code)"),
+    (status(active="activating", sub="auto-restart"), None, ("new", 0),
+     "sglang.service: unit is waiting to be restarted after a failure (auto-restart)"),
+    (status("newer"), None, ("new", 0), "sglang.service: unit was restarted (invocation newer replaced new)"),
+    (status(restarts=2), None, ("new", 0), "sglang.service: systemd restarted the unit (NRestarts 2, was 0)"),
+    (status(), VERDICT_FAILED, ("new", 0),
+     "its health gate said failed (cause oom_kv_pool): unit failed (result exit-code)"),
+    (status(), dict(VERDICT_FAILED, state="timeout", cause="stalled", reason="no progress"), None,
+     "its health gate said timeout (cause stalled): no progress"),
+    (status(), dict(VERDICT_FAILED, time=T0 - 100), ("new", 0), None),
+    (status(), dict(VERDICT_FAILED, state="healthy"), ("new", 0), None),
+], ids=["not restarted yet: the old server is not judged", "the new one runs", "it failed", "it crash-loops",
+        "restarted again", "systemd restarted it", "the gate said failed", "the gate stalled before the follower saw it",
+        "a verdict older than the arm is another switch's", "the gate said healthy"])
+def test_observe(st, verdict, first_new, seen):
+    assert guard.observe(ARMED, st, verdict, first_new) == seen
+
+
+@pytest.mark.parametrize("st, kept", [
+    (status("old"), True), (status("new"), False), (status("old", active="failed"), False),
+], ids=["the unit still runs what it ran at the arm", "it was restarted", "it failed"])
+def test_never_switched(st, kept):
+    assert guard.never_switched(ARMED, st) is kept
+    assert guard.never_switched(dict(ARMED, invocation=""), st) is False
+
+
+def test_the_deploy_lock_of_the_gone_controller_is_released_and_no_other(tmp_path):
+    lock = tmp_path / "deploy.lock"
+    lock.write_text(json.dumps({"run_id": "other"}))
+    mine = dict(ARMED, lock={"path": str(lock), "run_id": "run-1"})
+    assert guard.release_deploy_lock(mine) is False and lock.exists(), "another run's lock stays"
+    lock.write_text(json.dumps({"run_id": "run-1"}))
+    assert guard.release_deploy_lock(mine) is True and not lock.exists()
+    assert (tmp_path / "deploy.lock.released").exists(), "the next deploy sees the host may have changed"
+    assert guard.release_deploy_lock(mine) is False
+    assert guard.release_deploy_lock(ARMED) is False
+
+
 def test_units_and_timer():
     units = ("sglang-guard.timer", "sglang-guard.service", "sglang-guard-boot.service")
     assert guard.guard_units("sglang.service") == units
@@ -55,10 +130,15 @@ def test_units_and_timer():
     assert "ExecStart=/usr/bin/python3 /usr/local/lib/inferops-sglang/guard/sglang-guard --state-dir /etc/sglang " \
            "--reason boot\n" in boot and "WantedBy=multi-user.target" in boot
     assert "[Install]" not in guard.service_text("sglang.service", "/usr/bin/python3", "/etc/sglang", "deadline")
+    follow = guard.service_text("sglang.service", "/usr/bin/python3", "/etc/sglang", "follow")
+    assert guard.follower_unit("sglang.service") == "sglang-guard-follow.service"
+    assert "Type=simple\n" in follow and "--reason follow\n" in follow and "[Install]" not in follow
+    # A run that fails is run again, for ever.
+    assert all("Restart=on-failure\n" in text and "StartLimitIntervalSec=0\n" in text for text in (boot, follow))
 
 
 def test_a_run_with_nothing_pending_changes_nothing(tmp_path):
-    assert guard.run(str(tmp_path), "boot") == \
+    assert guard.act(str(tmp_path), "boot") == \
         "inferops.sglang guard (boot): no switch is pending: the deploy confirmed it or rolled it back; nothing to do"
     assert sorted(p.name for p in tmp_path.iterdir()) == [guard.LOCK]
 

@@ -83,6 +83,19 @@ def test_stall_decision(quiet_after, now, known_good, floor, expected):
         assert got["last_line"] == START[quiet_after - 1][1]
 
 
+@pytest.mark.parametrize("watching_from, now, expected", [
+    # Ready at 258 s; a gate that began to watch 200 s later (a re-gate of a running server, a
+    # gate started late) counts the quiet from then: 50 s is under the 60 s floor.
+    (458.0, 508.0, None),
+    (458.0, 519.0, {"phase": "health", "seconds": 61.0}),
+    # A gate that watched from before the last line counts from the line, as before.
+    (0.0, 258.0 + 61.0, {"phase": "health", "seconds": 61.0}),
+], ids=["a late gate: quiet counted from its start", "then stalled on its own clock", "an early gate: from the line"])
+def test_quiet_before_the_gate_watched_is_not_the_starts(watching_from, now, expected):
+    got = startup.stalled(fed(START), T0 + now, KNOWN_GOOD, 60, 3, watching_since=T0 + watching_from)
+    assert (got and dict((k, got[k]) for k in expected)) == expected
+
+
 def test_the_process_tree_changing_is_progress():
     progress = fed(START[:7])
     assert startup.stalled(progress, T0 + 100.0, None, 60, 3) is not None
