@@ -39,6 +39,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 
 from ansible_collections.inferops.sglang.plugins.module_utils import host_state
@@ -71,7 +72,7 @@ IDLE, WAIT, RESTORE = "idle", "wait", "restore"
 # Why it runs: its timer (the deadline), a boot, or the follower (a failure it saw).
 DEADLINE, BOOT, FOLLOW = "deadline", "boot", "follow"
 # Seconds a failure waits for a controller to take it over, when the arm names none; the most allowed.
-GRACE, GRACE_MAX = 10.0, 15.0
+GRACE, GRACE_MAX = 15.0, 15.0
 # A known-good that does not come up is started again after these pauses (seconds), then given up, and said.
 RETRY_BACKOFF = (5.0, 20.0)
 # The follower's look at the unit and the verdict (seconds).
@@ -215,6 +216,12 @@ def write_json(path, record):
 
 
 # -- what runs on the host, from the guard's units ----------------------------------------------
+
+def say(line):
+    """A line to the journal at once (the guard's stdout is journald's, buffered otherwise)."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
 
 def systemctl(*args):
     proc = subprocess.run(["systemctl"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -362,8 +369,7 @@ def restore(state_dir, pending, sleep=time.sleep):
             ok, error, target = start_known_good(state_dir, pending, record)
             if ok:
                 break
-            print("inferops.sglang guard: the known-good %s did not come up (try %d): %s" % (name, attempts, error),
-                  flush=True)
+            say("inferops.sglang guard: the known-good %s did not come up (try %d): %s" % (name, attempts, error))
     return {"restored": name, "healthy": ok, "error": error, "unit": target, "attempts": attempts,
             "seconds": round(time.monotonic() - started, 1)}
 
@@ -440,10 +446,11 @@ def follow(state_dir, poll=FOLLOW_POLL):
             why = observe(pending, status, host_state.read_json(os.path.join(state_dir, VERDICT)), first_new)
             failing = {"why": why, "since": time.time()} if why else None
             if failing:
-                print("inferops.sglang guard (follow): %s" % why, flush=True)
+                say("inferops.sglang guard (follow): %s" % why)
         action, _why = decide(pending, FOLLOW, time.time(), failing)
         if action == RESTORE:
-            return act(state_dir, FOLLOW, failing)
+            # (With no failure seen, what came is the deadline: the timer's reason, whichever acts.)
+            return act(state_dir, FOLLOW if failing else DEADLINE, failing)
         time.sleep(poll)
 
 

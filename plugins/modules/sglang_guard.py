@@ -22,9 +22,9 @@ description:
     failure over within O(grace) seconds (the rollback re-arms the guard with O(phase=rollback)), the host
     restores the known-good by itself - whether the controller went away or only follows other hosts.
   - Unless the deploy confirms the switch first (O(state=disarmed), once its gates passed and its outcome is
-    recorded), the guard restores the known-good at the deadline too: a healthy new server that nobody confirms
+    recorded), the guard restores the known-good at the deadline too - a healthy new server that nobody confirms
     is safe until then.
-  - The restore is the rollback's: the known-good's files back, the switched unit stopped, its processes and GPU
+  - The restore is the rollback's - the known-good's files back, the switched unit stopped, its processes and GPU
     memory gone, the start-limit state cleared, the known-good started, healthy and settled (O(settle)); tried
     again twice with a backoff, and said in the journal (C(journalctl -u <unit stem>-guard*)) and in
     C(guard.json) in O(state_dir). The deploy lock of the controller that went away is released.
@@ -88,7 +88,7 @@ options:
       - Seconds a failure of the new server waits for a controller to take it over (a rollback's arm) before the
         host restores by itself. At most 15.
     type: float
-    default: 10
+    default: 15
   leftovers_timeout:
     description: How long the guard's restore waits for the switched unit's processes and GPU memory to go.
     type: float

@@ -131,8 +131,8 @@ options:
     type: dict
   verdict_path:
     description:
-      - Where to write the verdict (state, cause, reason, invocation, time) once it is reached, for the host's
-        guard (M(inferops.sglang.sglang_guard)): a failure is then acted on with no controller to collect this
+      - Where to write the verdict - its state, cause, reason, invocation and time - once it is reached, for the host's
+        guard (M(inferops.sglang.sglang_guard)), which then acts on a failure with no controller to collect this
         result. Not written in check mode, nor while the wait goes on (C(starting), C(waiting)).
     type: path
     version_added: 0.4.0
