@@ -219,9 +219,11 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
     kg_unit = host.run(["cat", UNIT]).stdout
     host.put("/etc/inferops-lab/faults.json", json.dumps(CRASHES))
     killed, before = [], invocation(host)
-    if when == "restarted":
+
+    def restarted(h, _proc):
         # (Its unit's new invocation: the file alone is written before the restart.)
-        when = lambda h, _proc: pending(h) and invocation(h) != before  # noqa: E731
+        return pending(h) and invocation(h) != before
+    when = restarted if when == "restarted" else when
 
     def at_the_kill(proc):
         killed.append(time.time())
