@@ -64,7 +64,7 @@ def refuse_bad_inputs(host, args):
     """Bad inputs are refused first, under the inventory's names (an envelope that is not a
     mapping included), before anything is made of them."""
     problem = deploy_plan.input_problem(dict(
-        args, host=host, variants=list(args["variants"]),
+        args, host=host, variants=list(args["variants"]), variants_given=args["variants"],
         draft=service_config.needs_draft(args["variants"], args["variant"])))
     if problem:
         raise AnsibleActionFail(problem)

@@ -66,7 +66,11 @@ class ActionModule(ActionBase):
             # (A deploy still under way is not history yet: only its latest.* say it.)
             history = [] if boolean(args.get("in_progress", False), strict=True) else [
                 ("%s-%s.json" % (stamp, args["name"]), data), ("%s-%s.txt" % (stamp, args["name"]), text)]
-            for name, content in history + [("latest.json", data), ("latest.txt", text)]:
+            latest = [("latest.json", data), ("latest.txt", text)]
+            if self._task.check_mode:
+                # What a deploy would do is not what the host ran: the last deploy's report stays.
+                history, latest = [], [("check.json", data), ("check.txt", text)]
+            for name, content in history + latest:
                 paths.append(os.path.join(folder, name))
                 write_atomically(paths[-1], content)
         except OSError as exc:

@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils import adoption, envelope, guard
+from ansible_collections.inferops.sglang.plugins.module_utils import adoption, envelope, guard, service_config
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     FAILING_VERDICTS, judge, recorded_baseline,
@@ -188,6 +188,16 @@ def needs_read(facts, lock, files, config_id=None):
     return bool(lock.get("broken")) or (lock.get("last_released") or 0) >= read_at
 
 
+def argument_layers(wants):
+    """The variant's own server arguments and the extra ones, under the names the inventory
+    gives them: they reach ExecStart= too, so they are checked as the envelope is."""
+    variant = wants.get("variant")
+    own = (wants.get("variants_given") or {}).get(variant)
+    if isinstance(own, dict):
+        own = dict((k, v) for k, v in own.items() if k != service_config.DRAFT_KEY)
+    return [("sglang_service_variants.%s" % variant, own), ("sglang_service_extra_args", wants.get("extra_args"))]
+
+
 def input_problem(wants):
     """What is wrong with the deploy's own inputs, said as the fix (None when nothing is):
     checked by the plan, after the read-only read and before anything on the host changes.
@@ -201,7 +211,8 @@ def input_problem(wants):
     if not wants.get("release"):
         problems.append("no release given (sglang_service_release_dir)")
     problems += envelope.input_problems(wants.get("envelope"), wants.get("overrides"), wants.get("model_path"),
-                                        wants.get("variant"), wants.get("draft_model_path"), wants.get("draft"))
+                                        wants.get("variant"), wants.get("draft_model_path"), wants.get("draft"),
+                                        layers=argument_layers(wants))
     if not problems:
         return None
     return "%s: bad deploy inputs, nothing was changed: %s." % (wants.get("host", "?"), "; ".join(problems))

@@ -61,26 +61,41 @@ def _fraction_problem(where, value):
     return None
 
 
-def problems(envelope, overrides, names=("sglang_envelope", "sglang_envelope_overrides")):
-    """Every problem of the envelope and the host's overrides, each under its variable's name;
-    an empty list when there is none. tp_size and mem_fraction_static are required (in one
-    or the other)."""
-    said = []
-    for name, given in zip(names, (envelope, overrides)):
-        if given is not None and not isinstance(given, dict):
-            said.append("%s must be a mapping of SGLang field names to values (got a %s)"
-                        % (name, type(given).__name__))
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _control_problem(where, value):
+    """A value written into the unit's ExecStart= line must be one line of printable text: a
+    newline there ends the line (systemd then refuses the unit, after the host was touched)."""
+    if isinstance(value, str) and CONTROL.search(value):
+        return "%s: %r carries a control character (a newline or a tab?); write it on one line" % (where, value)
+    return None
+
+
+def _value_problem(where, key, value):
+    problem = _control_problem(where, str(key)) or _control_problem(where, value)
+    if problem or key not in COUNTS + FRACTIONS:
+        return problem
+    return _count_problem(where, value) if key in COUNTS else _fraction_problem(where, value)
+
+
+def problems(envelope, overrides, names=("sglang_envelope", "sglang_envelope_overrides"), layers=()):
+    """Every problem of the server's arguments, each under the variable that gives its value;
+    an empty list when there is none. `layers`: more (name, mapping) between the envelope and
+    the host's overrides, in server_args' order of precedence (the variant's arguments, the
+    extra arguments). tp_size and mem_fraction_static are required (in one or the other)."""
+    given = [(names[0], envelope)] + list(layers) + [(names[1], overrides)]
+    said = ["%s must be a mapping of SGLang field names to values (got a %s)" % (name, type(value).__name__)
+            for name, value in given if value is not None and not isinstance(value, dict)]
     if said:
         return said
-    merged = dict(envelope or {}, **(overrides or {}))
+    where = {}
+    merged = {}
+    for name, layer in given:
+        for key, value in (layer or {}).items():
+            merged[key], where[key] = value, "%s.%s" % (name, key)
     for key in sorted(merged):
-        where = "%s.%s" % (names[1] if key in (overrides or {}) else names[0], key)
-        if key in COUNTS:
-            problem = _count_problem(where, merged[key])
-        elif key in FRACTIONS:
-            problem = _fraction_problem(where, merged[key])
-        else:
-            problem = None
+        problem = _value_problem(where[key], key, merged[key])
         if problem:
             said.append(problem)
     for key in ("tp_size", "mem_fraction_static"):
@@ -89,11 +104,13 @@ def problems(envelope, overrides, names=("sglang_envelope", "sglang_envelope_ove
     return said
 
 
-def input_problems(envelope, overrides, model_path, variant, draft_model_path, needs_draft):
-    """Everything wrong with a deploy's inputs, before any host changes: the envelope's
-    problems, then a missing model path or the draft model a variant needs (`needs_draft`:
-    its `draft: true` in sglang_service_variants)."""
-    said = problems(envelope, overrides)
+def input_problems(envelope, overrides, model_path, variant, draft_model_path, needs_draft, layers=()):
+    """Everything wrong with a deploy's inputs, before any host changes: the server arguments'
+    problems (the envelope, `layers`, the overrides), then a missing model path or the draft
+    model a variant needs (`needs_draft`: its `draft: true` in sglang_service_variants)."""
+    said = problems(envelope, overrides, layers=layers)
+    for name, path in (("sglang_model_path", model_path), ("sglang_draft_model_path", draft_model_path)):
+        said += [p for p in [_control_problem(name, path)] if p]
     if not model_path:
         said.append("no model path given (sglang_model_path)")
     if needs_draft and not draft_model_path:

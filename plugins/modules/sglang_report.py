@@ -87,7 +87,9 @@ attributes:
     description: Runs entirely in the action plugin, on the controller.
   check_mode:
     support: full
-    description: Writes the report in check mode too (it describes what the deploy would do).
+    description:
+      - In check mode the report (what the deploy would do) goes to C(check.json) and C(check.txt) in the host's
+        folder; C(latest.*) and the history keep the last real deploy's.
   diff_mode:
     support: none
     description: Reports are not host changes.

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.ansible_run import BIN, REPO, run_playbook
-from tests.integration.deploying import UNIT, deploy, healthy, invocation, recap, report
+from tests.integration.deploying import REPORTS, UNIT, deploy, healthy, invocation, recap, report
 from tests.integration.labhost import labctl
 
 
@@ -29,10 +29,12 @@ def test_ct200_ddtree_is_kept_idempotent_and_check_mode_changes_nothing(fresh, c
     assert again.returncode == 0 and recap(again, ct200)["changed"] == "0", again.stdout[-2000:]
     assert invocation(ct200) == before and report(ct200)["outcome"] == "unchanged"
 
-    unit = ct200.run(["cat", UNIT]).stdout
+    unit, last = ct200.run(["cat", UNIT]).stdout, report(ct200)
     check = run_playbook("playbooks/deploy.yml", limit="ct200", extra_vars={"sglang_variant": "dflash"},
                          check_diff=True)
     assert check.returncode == 0, check.stdout[-3000:]
+    # What the deploy would do has a report of its own; the last deploy's stays the host's latest.
+    assert report(ct200) == last and (REPORTS / "ct200" / "check.json").is_file()
     diff = check.stdout.splitlines()
     assert any(l.startswith("-ExecStart=") and "DDTREE" in l for l in diff), check.stdout[-3000:]
     assert any(l.startswith("+ExecStart=") and "--speculative-algorithm DFLASH" in l for l in diff)
@@ -204,6 +206,14 @@ def test_rollback_without_known_good_says_so(fresh, ct129):
      "sglang_envelope_overrides.tp_size: 1.5 is not a whole number"),
     ({"sglang_envelope_overrides": ["context_length", 32768]},
      "sglang_envelope_overrides must be a mapping of SGLang field names to values (got a list)"),
+    # A value through a variant or the extra arguments is checked as the envelope's; a newline never
+    # reaches ExecStart= (systemd would refuse the unit after the host was touched).
+    ({"sglang_service_variants": {"nextn": {"speculative_algorithm": "NEXTN", "mem_fraction_static": 1.7}}},
+     "sglang_service_variants.nextn.mem_fraction_static: 1.7 must be between 0 and 1 (exclusive)"),
+    ({"sglang_envelope_overrides": {"mem_fraction_static": "0.85\n"}},
+     "sglang_envelope_overrides.mem_fraction_static: '0.85\\n' carries a control character"),
+    ({"sglang_service_extra_args": {"served_model_name": "q\nExecStartPre=/bin/false"}},
+     "sglang_service_extra_args.served_model_name: 'q\\nExecStartPre=/bin/false' carries a control character"),
     ({"sglang_envelope_overrides": {"tp_size": 4}}, "at least tp_size=4 of them"),
     ({"sglang_variant": "dflash", "sglang_draft_model_path": ""}, "dflash needs a draft model"),
     # A class of the user's own is accepted, and checked against its own cards.

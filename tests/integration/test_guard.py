@@ -394,13 +394,16 @@ def test_check_mode_on_a_host_mid_switch_changes_nothing_and_says_what_runs(next
     host = nextn
     # (A DDTREE that crashes the host's guard restores within seconds: this one stays starting.)
     interrupted_after_the_restart(host, sigint, sglang_guard_margin=600)
-    state = "cat /run/inferops-sglang/deploy.lock; sha1sum %s %s*.json %s*/*" % (UNIT, STATE, STATE)
+    state = "cat /run/inferops-sglang/deploy.lock; ls -a %s; sha1sum %s %s*.json %s*/*" % (STATE, UNIT, STATE, STATE)
     before = host.run(state).stdout
     assert '"run_id"' in before and "pending.json" in before, before
     proc = run_playbook("playbooks/deploy.yml", limit=host.name, check_diff=True,
                         extra_vars={"sglang_break_lock": True, "sglang_variant": "nextn"})
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert host.run(state).stdout == before, "check mode changed the host"
+    rollback = run_playbook("playbooks/rollback.yml", limit=host.name, check_diff=True)
+    assert rollback.returncode == 0, rollback.stdout[-3000:]
+    assert host.run(state).stdout == before, "a rollback's check changed the host"
     summary = [line for line in proc.stdout.splitlines() if line.startswith("ct200 ")][-1]
     assert "ddtree (unverified) -> " in summary and " check " in summary, summary
     reset_service(host)

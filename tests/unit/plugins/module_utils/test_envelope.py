@@ -49,3 +49,34 @@ def test_envelope_problems_name_the_envelope_and_what_is_missing():
         "without a draft model"])
 def test_input_problems(model_path, variant, draft, needs_draft, said):
     assert input_problems(ENVELOPE, {}, model_path, variant, draft, needs_draft) == said
+
+
+VARIANT = ("sglang_service_variants.ddtree", {"speculative_algorithm": "DDTREE", "speculative_num_draft_tokens": 16})
+
+
+@pytest.mark.parametrize("layers, overrides, said", [
+    ([VARIANT, ("sglang_service_extra_args", {})], {}, []),
+    ([("sglang_service_variants.ddtree", {"mem_fraction_static": 1.7})], {},
+     ["sglang_service_variants.ddtree.mem_fraction_static: 1.7 must be between 0 and 1 (exclusive), such as 0.88"]),
+    ([("sglang_service_extra_args", {"speculative_num_draft_tokens": "16k"})], {},
+     ["sglang_service_extra_args.speculative_num_draft_tokens: '16k' is not a whole number; write 16384 "
+      "(16k = 16 x 1024)"]),
+    ([("sglang_service_variants.ddtree", {"mem_fraction_static": 1.7})], {"mem_fraction_static": 0.9}, []),
+    ([("sglang_service_extra_args", {"served_model_name": "qwen\nExecStartPre=/bin/rm"})], {},
+     ["sglang_service_extra_args.served_model_name: 'qwen\\nExecStartPre=/bin/rm' carries a control character "
+      "(a newline or a tab?); write it on one line"]),
+    ([], {"mem_fraction_static": "0.85\n"},
+     ["sglang_envelope_overrides.mem_fraction_static: '0.85\\n' carries a control character (a newline or a tab?); "
+      "write it on one line"]),
+    ([("sglang_service_variants.ddtree", ["speculative_algorithm", "DDTREE"])], {},
+     ["sglang_service_variants.ddtree must be a mapping of SGLang field names to values (got a list)"]),
+], ids=["a variant and extra arguments that are fine", "a fraction out of range through a variant",
+        "32k-style through extra_args", "the host's override wins over the variant's value",
+        "a newline in an extra argument", "a newline in a fraction", "a variant that is not a mapping"])
+def test_every_layer_of_the_server_arguments_is_checked(layers, overrides, said):
+    assert problems(ENVELOPE, overrides, layers=layers) == said
+
+
+def test_a_model_path_with_a_newline_is_refused():
+    assert input_problems(ENVELOPE, {}, "/models/m\n", "nextn", "", False) == [
+        "sglang_model_path: '/models/m\\n' carries a control character (a newline or a tab?); write it on one line"]
