@@ -312,6 +312,8 @@ def plan(wants, facts):
         # What the host's guard did on its own since the last switch, said first in the report.
         "earlier": ("%s: earlier, %s." % (wants.get("host", "?"), guard.said(facts["guard"])))
         if facts.get("guard") else None,
+        # Which of the guard's results that is: once a report said it, no later one repeats it.
+        "guard_time": (facts.get("guard") or {}).get("time"),
         "restart": restart,
         "would": would_change(write, [paths[name] for name in write], restart, wants.get("unit", "sglang.service"),
                               adopt["unit"] if adopt and go else None, go and not release_present),

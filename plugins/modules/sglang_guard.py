@@ -41,10 +41,16 @@ author:
   - inferops maintainers (@inferops)
 options:
   state:
-    description: V(armed) records the switch as pending and arms the guard; V(disarmed) confirms it.
+    description:
+      - V(armed) records the switch as pending and arms the guard; V(disarmed) confirms it.
+      - V(said) marks what the guard did on its own (C(guard.json), its time O(said_time)) as said by a deploy's
+        report, so that no later one repeats it; it is kept as C(guard.json.prev).
     type: str
-    choices: [armed, disarmed]
+    choices: [armed, disarmed, said]
     required: true
+  said_time:
+    description: The time of the guard's result a report said (the deploy plan's C(guard_time)).
+    type: float
   unit:
     description: The service the guard watches.
     type: str
@@ -331,10 +337,23 @@ def disarm(module, params):
     return dict(changed=True, pending=pending, fired=None, said=None)
 
 
+def mark_said(module, params):
+    """The guard's result (its time `said_time`) is said: moved aside, so that no later report repeats it."""
+    path = os.path.join(params["state_dir"], guard.RESULT)
+    result = guard.read_result(params["state_dir"]) or {}
+    if result.get("time") != params["said_time"]:
+        return dict(changed=False, pending=None, fired=None, said=None)
+    if not module.check_mode:
+        with guard.Locked(params["state_dir"]):
+            os.rename(path, path + ".prev")
+    return dict(changed=True, pending=None, fired=None, said=guard.said(result))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", required=True, choices=["armed", "disarmed"]),
+            state=dict(type="str", required=True, choices=["armed", "disarmed", "said"]),
+            said_time=dict(type="float"),
             unit=dict(type="str", default="sglang.service"),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
             state_dir=dict(type="path", default="/etc/sglang"),
@@ -352,7 +371,7 @@ def main():
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
         ),
-        required_if=[["state", "armed", ["deadline", "config_id"]]],
+        required_if=[["state", "armed", ["deadline", "config_id"]], ["state", "said", ["said_time"]]],
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
@@ -362,7 +381,7 @@ def main():
     if not os.path.isdir(params["state_dir"]) and not module.check_mode:
         module.fail_json(msg="%s does not exist: the deploy creates the state folders before it arms the guard"
                              % params["state_dir"], elapsed=0.0)
-    result = arm(module, params) if params["state"] == "armed" else disarm(module, params)
+    result = {"armed": arm, "disarmed": disarm, "said": mark_said}[params["state"]](module, params)
     module.exit_json(elapsed=round(time.monotonic() - started, 3), **result)
 
 

@@ -241,6 +241,9 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
     again = deploy("deploy_nextn", host)
     assert again.returncode == 0, again.stdout[-3000:]
     assert "the host restored NEXTN by itself" in json.dumps(report(host)) and invocation(host) == serving
+    # Said once: the deploy after it does not repeat it.
+    assert deploy("deploy_nextn", host).returncode == 0
+    assert "the host restored NEXTN by itself" not in json.dumps(report(host)) and invocation(host) == serving
 
 
 def test_ctrl_c_mid_tune_is_recovered_by_rollback_yml_at_once(nextn):
