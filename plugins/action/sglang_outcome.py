@@ -40,6 +40,7 @@ class ActionModule(DecisionAction):
         group_said=dict(type="list", elements="raw"),
         link=dict(type="dict"),
         publish=dict(type="bool", default=False),
+        trial=dict(type="bool", default=False),
     )
 
     def decide(self, args, task_vars):
@@ -57,7 +58,8 @@ class ActionModule(DecisionAction):
             fired = self.guard_fired(args["state_dir"], the_plan["config_id"], task_vars)
             if fired:
                 ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=fired))
-        if guarded and not ended["rollback"] and ended["cause"] != deploy_plan.GUARD_ACTED:
+        # (A try's switch stays pending: what brings the known-good back after it is the tune, or the guard.)
+        if guarded and not ended["rollback"] and ended["cause"] != deploy_plan.GUARD_ACTED and not args.get("trial"):
             confirmed = self.call(GUARD_MODULE, {"state": "disarmed", "unit": args["unit"],
                                                  "state_dir": args["state_dir"], "config_id": the_plan["config_id"]},
                                   task_vars)
@@ -109,4 +111,5 @@ class ActionModule(DecisionAction):
             "group": args.get("server_group") or None, "group_said": args.get("group_said"),
             "link": deploy_plan.ran(args.get("link")),
             "since": the_plan.get("started"),
+            "trial": bool(args.get("trial")),
         }

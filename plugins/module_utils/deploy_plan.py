@@ -550,7 +550,9 @@ def outcome(the_plan, run):
     # configuration: both not remembered.)
     ended["remember"] = ended["rollback"] and not ended.pop("blameless")
     ended["variant"], ended["unit"] = run.get("variant", "?"), run.get("unit", "sglang.service")
-    ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged")
+    # (A try - the tune's - is never what the host runs: the known-good comes back after it.)
+    ended["record_deployed"] = ended["outcome"] in (DEPLOYED, UNCHANGED) and not the_plan.get("converged") \
+        and not run.get("trial")
     ended["deployed_perf"] = deployed_perf(ended, run) if ended["record_deployed"] else None
     ended["record"] = host_record(the_plan, ended, run)
     return ended

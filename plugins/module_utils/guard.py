@@ -311,14 +311,17 @@ def known_good_url(record, pending):
     return "http://%s:%s/health" % (host, args.get("port") or pending.get("port", 30000))
 
 
-def start_known_good(state_dir, pending, record):
-    """One start of the known-good: the switched unit stopped, its leftovers gone, the
-    known-good's start-limit state cleared, started, healthy and settled: (healthy, error, unit)."""
+def start_known_good(state_dir, pending, record, said):
+    """One start of the known-good: the switched unit stopped, its leftovers gone (the seconds
+    waited go to `said`), the known-good's start-limit state cleared, started, healthy and
+    settled: (healthy, error, unit)."""
     unit = pending["unit"]
     adopted = (record or {}).get("adopted") or {}
     target = adopted.get("unit") or unit
     systemctl("stop", unit)
+    began = time.monotonic()
     left = wait_released(unit, float(pending.get("leftovers_timeout", 60)), int(pending.get("tolerance_mib", 1024)))
+    said["leftovers_waited"] = round(said.get("leftovers_waited", 0.0) + time.monotonic() - began, 1)
     if left:
         return False, left, target
     if adopted:
@@ -356,22 +359,19 @@ def restore(state_dir, pending, sleep=time.sleep):
     record, _changed = host_state.restore_known_good(state_dir, targets)
     systemctl("daemon-reload")
     name = ((record or {}).get("adopted") or {}).get("unit") or (record or {}).get("variant") or "known-good"
-    url = known_good_url(record, pending)
+    url, said = known_good_url(record, pending), {"attempts": 0}
     if never_switched(pending, read_unit(unit)) and not (record or {}).get("adopted") and \
             healthy(url, api_key(state_dir), 5.0):
-        ok, error = True, None
-        target, attempts = unit, 0
+        ok, error, target = True, None, unit
     else:
-        attempts = 0
         for pause in (0.0,) + RETRY_BACKOFF:
             sleep(pause)
-            attempts += 1
-            ok, error, target = start_known_good(state_dir, pending, record)
+            said["attempts"] += 1
+            ok, error, target = start_known_good(state_dir, pending, record, said)
             if ok:
                 break
-            say("inferops.sglang guard: the known-good %s did not come up (try %d): %s" % (name, attempts, error))
-    return {"restored": name, "healthy": ok, "error": error, "unit": target, "attempts": attempts,
-            "seconds": round(time.monotonic() - started, 1)}
+            say("inferops.sglang guard: the known-good %s did not come up (try %d): %s" % (name, said["attempts"], error))
+    return dict(said, restored=name, healthy=ok, error=error, unit=target, seconds=round(time.monotonic() - started, 1))
 
 
 def release_deploy_lock(pending):

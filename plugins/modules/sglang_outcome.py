@@ -92,6 +92,13 @@ options:
         A node whose link to rank 0 is broken (O(link)) is named first - the others' hangs follow from it.
     type: dict
     default: {}
+  trial:
+    description:
+      - A try, not a deploy (the tune's). Its passing switch is not confirmed to the host's guard and not recorded
+        as what the host runs - the tune brings the known-good back after it, and if that run goes away first, the
+        guard does. A try never becomes the known-good.
+    type: bool
+    default: false
   link:
     description:
       - A node of a server group - M(inferops.sglang.sglang_link)'s result after the gates. A restarted node whose

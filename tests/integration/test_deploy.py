@@ -214,6 +214,10 @@ def test_rollback_without_known_good_says_so(fresh, ct129):
      "sglang_envelope_overrides.mem_fraction_static: '0.85\\n' carries a control character"),
     ({"sglang_service_extra_args": {"served_model_name": "q\nExecStartPre=/bin/false"}},
      "sglang_service_extra_args.served_model_name: 'q\\nExecStartPre=/bin/false' carries a control character"),
+    # The host's guard is armed before the first file of the switch is written: an arm that fails
+    # (its inputs out of range) leaves no unit behind.
+    ({"sglang_guard_margin": -2000}, "sglang.service guard: deadline must be a positive number of seconds"),
+    ({"sglang_guard_grace": 60}, "grace must be more than 0 and at most 15 seconds, got 60.0; nothing was changed"),
     ({"sglang_envelope_overrides": {"tp_size": 4}}, "at least tp_size=4 of them"),
     ({"sglang_variant": "dflash", "sglang_draft_model_path": ""}, "dflash needs a draft model"),
     # A class of the user's own is accepted, and checked against its own cards.

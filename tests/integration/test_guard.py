@@ -207,17 +207,23 @@ CRASHES = {"crash_after_ready_s": 0.2, "only_algorithm": "DDTREE"}
 REPLACED_WITHIN_S = 90
 
 
-@pytest.mark.parametrize("when, interrupt", [
-    (at_task("Start the health gate"), kill_controller),
-    (at_task("Gate on health"), kill_controller),
-    ("restarted", kill_controller),
-    (at_task("Gate on health"), sigint),
+# The failed DDTREE's GPU memory lingers this long after its processes are gone (a slow driver).
+SLOW_RELEASE_S = 6
+
+
+@pytest.mark.parametrize("when, interrupt, faults", [
+    (at_task("Start the health gate"), kill_controller, CRASHES),
+    (at_task("Gate on health"), kill_controller, CRASHES),
+    ("restarted", kill_controller, CRASHES),
+    (at_task("Gate on health"), sigint, CRASHES),
+    (at_task("Gate on health"), kill_controller, dict(CRASHES, gpu_release_lag_s=SLOW_RELEASE_S)),
 ], ids=["killed after the restart, before the gate began", "killed while the gate waits",
-        "killed as DDTREE starts", "ctrl-c while the gate waits"])
-def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_kill(nextn, when, interrupt):
+        "killed as DDTREE starts", "ctrl-c while the gate waits",
+        "killed, and the failed server's GPU memory comes back slowly"])
+def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_kill(nextn, when, interrupt, faults):
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
-    host.put("/etc/inferops-lab/faults.json", json.dumps(CRASHES))
+    host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
     killed, before = [], invocation(host)
 
     def restarted(h, _proc):
@@ -234,6 +240,8 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
     back = result["time"] + result["seconds"] - killed[0]
     print("\nkill -> the known-good healthy again: %.1f s (%s)" % (back, result["why"]))
     assert back < REPLACED_WITHIN_S, result
+    # The known-good started once, into free GPUs: the failed server's memory was waited for.
+    assert result["attempts"] == 1 and result["leftovers_waited"] >= faults.get("gpu_release_lag_s", 0) - 2, result
     assert result["lock_released"] is True and host.run("test -e /run/inferops-sglang/deploy.lock",
                                                         check=False).returncode == 1, "the lock is free"
     # The next deploy needs no sglang_break_lock, says what happened, and leaves NEXTN as it is.
@@ -244,6 +252,42 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
     # Said once: the deploy after it does not repeat it.
     assert deploy("deploy_nextn", host).returncode == 0
     assert "the host restored NEXTN by itself" not in json.dumps(report(host)) and invocation(host) == serving
+
+
+def known_good_starts(host, since):
+    """How many times the known-good (NEXTN) server started since `since` (its server_args line)."""
+    out = host.run("journalctl -u sglang.service -o cat --since @%d | grep -c \"server_args=.*'NEXTN'\"" % since,
+                   check=False)
+    return int(out.stdout.strip() or 0)
+
+
+def test_rollback_yml_during_the_guards_restore_starts_the_known_good_once(nextn):
+    """rollback.yml, as the stale lock's message advises, while the host's guard restores: the
+    guard's lock orders them, and the known-good starts once (the rollback says the host did it)."""
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
+    host.put("/etc/inferops-lab/faults.json", json.dumps(CRASHES))
+    since = time.time()
+    interrupted(host, at_task("Gate on health"), kill_controller, **PRODUCTION_CLOCK)
+    host.wait_for(lambda: (guard_result(host) or {}).get("error") == "the guard's run did not finish", GUARD_WAIT_S,
+                  0.2, "the guard's restore")
+    back = run_playbook("playbooks/rollback.yml", limit=host.name)
+    assert back.returncode == 0 and "the host restored NEXTN by itself" in " ".join(back.stdout.split()), \
+        back.stdout[-3000:]
+    assert_restored_by_the_guard(host, "follow", kg_unit)
+    assert known_good_starts(host, since) == 1, guard_evidence(host)
+
+
+def test_a_tune_killed_after_a_passing_try_never_makes_the_try_the_known_good(nextn):
+    """tune.yml killed once its try (DDTREE) passed and before it brought the known-good back:
+    the try was never confirmed nor recorded, so the host's guard restores NEXTN at its deadline
+    and NEXTN stays the known-good (before, the try was recorded and the next deploy kept it)."""
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
+    interrupted(host, at_task("Bring the known-good back after a try that started"), kill_controller, "tune",
+                sglang_tune_variants=["ddtree"], sglang_tune_max_tries=1, sglang_guard_margin=30)
+    assert json.loads(host.run(["cat", STATE + "deployed.json"]).stdout)["variant"] == "nextn", "the try is not recorded"
+    assert_restored_by_the_guard(host, "deadline", kg_unit)
 
 
 def test_ctrl_c_mid_tune_is_recovered_by_rollback_yml_at_once(nextn):

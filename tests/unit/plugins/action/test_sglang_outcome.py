@@ -87,3 +87,24 @@ def test_an_unguarded_failed_gate_reads_nothing_of_the_guard():
     got, call = decide({}, guard=None, **GATES["health gate failed"])
     assert (got["outcome"], got["cause"], got["remember"]) == ("rolled_back", "kv_pool_oom", True)
     assert not call.called
+
+
+def test_the_host_that_restored_a_failed_new_server_leaves_the_rollback_to_the_handler_which_finds_it_done():
+    """The host's follower restored a new server that failed (its grace ran out before this run
+    took it over): the gate's cause, remembered, and a rollback whose arm says the host did it."""
+    by_host = dict(ACTED, reason="follow", why="DDTREE failed (...), and no controller took it over within 15 s")
+    got, _call = decide({"/etc/sglang/guard.json": by_host}, **GATES["health gate failed"])
+    assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == (
+        "rolled_back", "kv_pool_oom", True, True)
+
+
+@pytest.mark.parametrize("trial, confirmed, recorded", [(False, True, True), (True, False, False)],
+                         ids=["a deploy: confirmed and recorded", "a try: neither (the known-good comes back after it)"])
+def test_a_passing_try_is_neither_confirmed_nor_recorded(trial, confirmed, recorded):
+    task = MagicMock(args={}, async_val=0, check_mode=False, diff=False)
+    plugin = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
+                          shared_loader_obj=None)
+    plugin.call = MagicMock(return_value={"changed": True, "fired": None})
+    got = plugin.decide(dict(ARGS, failure="", gate={"state": "healthy", "elapsed": 3.0}, trial=trial), {})
+    assert got["outcome"] == "deployed"
+    assert plugin.call.called is confirmed and got["record_deployed"] is recorded
