@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "collections"))
 # compare across runs only with the same stand-in timings and settle window.
 os.environ.update(INFEROPS_LAB_TIMINGS=str(REPO / "lab" / "sim_defaults.json"), INFEROPS_LAB_SETTLE="7",
                   INFEROPS_LAB_PREFIX="inferops-")
-from tests.integration.ansible_run import BIN, run_module, run_playbook  # noqa: E402
+from tests.integration.ansible_run import BIN, kill_run, process_tree, run_module, run_playbook  # noqa: E402
 from lab.labctl import RESET_SERVICE  # noqa: E402
 from tests.integration.gateway_lab import Load, all_ready, gateway, group_inventory, host_inventory, workers  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
@@ -277,26 +277,7 @@ class PeakMemory(threading.Thread):
 
     def run(self):
         while not self.done.wait(0.25):
-            self.mib = max(self.mib, sum(pss_kib(pid) for pid in tree(self.pid)) / 1024)
-
-
-def tree(root):
-    """root and every process descended from it (from /proc/*/stat)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
+            self.mib = max(self.mib, sum(pss_kib(pid) for pid in process_tree(self.pid)) / 1024)
 
 
 def pss_kib(pid):
@@ -397,17 +378,6 @@ def poll(predicate, timeout, interval=0.1):
     return time.time()
 
 
-def kill_controller(proc):
-    """ansible-playbook and every process it started, at once, as the death of its machine (its
-    workers call setsid: the process group alone would leave one to finish its task)."""
-    for pid in tree(proc.pid):
-        try:
-            os.kill(pid, 9)
-        except ProcessLookupError:
-            pass
-    proc.wait()
-
-
 def guard_ended(host):
     """The host's guard ended the switch (pending.json gone, its result written) and NEXTN answers 200."""
     return host.run("test -e /etc/sglang/guard.json -a ! -e /etc/sglang/pending.json", check=False).returncode == 0 \
@@ -427,7 +397,8 @@ def killed_mid_gate(host, faults):
                           check=False).returncode == 0, 300)
     time.sleep(1)   # into the gate: the scenario, not a wait for a condition
     killed = time.time()
-    kill_controller(proc)
+    kill_run(proc.pid)
+    proc.wait()
     back = poll(lambda: guard_ended(host), 600)
     result = json.loads(host.run(["cat", "/etc/sglang/guard.json"]).stdout)
     assert result["healthy"] and result["restored"] == "nextn", result

@@ -53,7 +53,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state impo
 )
 
 try:
-    from http.client import HTTPConnection
+    from http.client import HTTPConnection, HTTPSConnection
     from urllib.parse import urlsplit
 except ImportError:  # pragma: no cover - Python 2 is not supported by this collection
     raise
@@ -152,15 +152,25 @@ def acted_on_failure(result):
     return bool(result) and result.get("reason") == FOLLOW
 
 
+def rotation_said(result):
+    if result.get("rejoined"):
+        return ", and put it back into the gateway's rotation"
+    if result.get("rejoin_error"):
+        return (", but it is OUT OF THE GATEWAY'S ROTATION since %s (%s): the next deploy or rollback.yml puts it "
+                "back" % (short_clock(float(result.get("out_of_rotation_since") or result["time"])),
+                          result["rejoin_error"]))
+    return ""
+
+
 def said(result):
     """The sentence the next deploy, status.yml and rollback.yml repeat about a guard that acted."""
     if not result:
         return None
     tries = " after %d tries" % result["attempts"] if result.get("attempts", 1) > 1 else ""
     if result.get("healthy"):
-        return ("%s at %s; the host restored %s by itself, healthy in %.1f s%s"
+        return ("%s at %s; the host restored %s by itself, healthy in %.1f s%s%s"
                 % (result["why"], short_clock(result["time"]), result.get("restored", "the known-good").upper(),
-                   result.get("seconds", 0.0), tries))
+                   result.get("seconds", 0.0), tries, rotation_said(result)))
     return ("%s at %s; the host tried to restore %s by itself%s and it is NOT healthy: %s"
             % (result["why"], short_clock(result["time"]), (result.get("restored") or "the known-good").upper(),
                tries, result.get("error") or "see journalctl -u %s" % result.get("unit", "sglang.service")))
@@ -211,8 +221,8 @@ def read_result(state_dir):
     return host_state.read_json(os.path.join(state_dir, RESULT))
 
 
-def write_json(path, record):
-    host_state.put_file(path, host_state.dump_json(record).encode("utf-8"), 0o644, 0, 0)
+def write_json(path, record, mode=0o644):
+    host_state.put_file(path, host_state.dump_json(record).encode("utf-8"), mode, 0, 0)
 
 
 # -- what runs on the host, from the guard's units ----------------------------------------------
@@ -374,6 +384,37 @@ def restore(state_dir, pending, sleep=time.sleep):
     return dict(said, restored=name, healthy=ok, error=error, unit=target, seconds=round(time.monotonic() - started, 1))
 
 
+def rejoin(gateway, worker_key):
+    """Put the worker drained for the switch back into the gateway's rotation, as sglang_gateway
+    does (smg's POST /workers; 409: it is there already): None, or why it could not."""
+    parts = urlsplit(gateway["url"].rstrip("/") + "/workers")
+    body = dict({"url": gateway["worker_url"]}, **({"api_key": worker_key} if worker_key else {}))
+    headers = dict({"Content-Type": "application/json"},
+                   **({"Authorization": "Bearer " + gateway["api_key"]} if gateway.get("api_key") else {}))
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    conn = kind(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), timeout=10)
+    try:
+        conn.request("POST", parts.path, json.dumps(body), headers)
+        status = conn.getresponse().status
+    except (OSError, ValueError) as exc:
+        return "%s could not be reached: %s" % (gateway["url"], exc)
+    finally:
+        conn.close()
+    return None if status in (200, 201, 202, 409) else "%s answered HTTP %d to POST /workers" % (gateway["url"], status)
+
+
+def back_in_rotation(state_dir, pending, result):
+    """After a healthy restore, the worker the switch drained goes back behind its gateway; when
+    it cannot, the result says since when it is out of rotation (status.yml repeats it)."""
+    gateway = pending.get("gateway") or {}
+    if not gateway.get("url") or not result.get("healthy"):
+        return {}
+    error = rejoin(gateway, api_key(state_dir))
+    if error is None:
+        return {"rejoined": gateway["worker_url"]}
+    return {"rejoined": None, "out_of_rotation_since": gateway.get("drained_at"), "rejoin_error": error}
+
+
 def release_deploy_lock(pending):
     """The deploy lock of the switch's controller, which went away: released (with its marker,
     as deploy_lock does), so the next deploy needs no sglang_break_lock. True when released."""
@@ -422,6 +463,7 @@ def act(state_dir, reason, failing=None, now=None):
         # Said before the restore begins: a run that dies midway leaves its trace, and systemd runs it again.
         write_json(os.path.join(state_dir, RESULT), result)
         result.update(restore(state_dir, pending))
+        result.update(back_in_rotation(state_dir, pending, result))
         result["lock_released"] = release_deploy_lock(pending)
         if reason == FOLLOW:
             remember_failure(state_dir, pending, failing)

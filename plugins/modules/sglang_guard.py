@@ -103,6 +103,25 @@ options:
     description: GPU memory (MiB) no process holds that the wait tolerates (the driver's own use).
     type: int
     default: 1024
+  gateway:
+    description:
+      - The gateway the deploy took this worker out of (its rotation), for the switch - whoever ends it puts the
+        worker back once the known-good serves, the host's guard included. Omitted - the worker is in rotation, or
+        there is no gateway.
+    type: dict
+    suboptions:
+      url:
+        description: The gateway's base URL (smg's), as the host reaches it.
+        type: str
+        required: true
+      worker_url:
+        description: This worker's URL as the gateway knows it.
+        type: str
+        required: true
+      api_key:
+        description: The gateway's own API key, if it has one (C(pending.json) is then readable by root only).
+        type: str
+        default: ""
   lock_path:
     description: The deploy lock (M(inferops.sglang.deploy_lock)'s O(inferops.sglang.deploy_lock#module:path)); the
       guard releases the switch's lock when it ends a switch whose controller went away.
@@ -278,6 +297,9 @@ def pending_record(module, params, now, earlier):
         "leftovers_timeout": params["leftovers_timeout"], "tolerance_mib": params["tolerance_mib"],
         "host": params["host"], "port": params["port"],
         "lock": {"path": params["lock_path"], "run_id": holder.get("run_id")},
+        # (Drained since the switch's first arm: a rollback's arm keeps when.)
+        "gateway": dict(params["gateway"], drained_at=(earlier.get("gateway") or {}).get("drained_at") or now)
+        if params["gateway"] else (earlier.get("gateway") if same else None),
     }
 
 
@@ -304,7 +326,8 @@ def arm(module, params):
         result = os.path.join(params["state_dir"], guard.RESULT)
         if params["phase"] == "gate" and os.path.exists(result):
             os.rename(result, result + ".prev")
-        guard.write_json(os.path.join(params["state_dir"], guard.PENDING), pending)
+        # (Root's alone: it may carry the gateway's API key.)
+        guard.write_json(os.path.join(params["state_dir"], guard.PENDING), pending, 0o600)
         timer, _service, boot = guard.guard_units(params["unit"])
         run(module, "daemon-reload")
         run(module, "enable", boot)
@@ -368,6 +391,9 @@ def main():
             leftovers_timeout=dict(type="float", default=60.0),
             tolerance_mib=dict(type="int", default=1024),
             lock_path=dict(type="path", default="/run/inferops-sglang/deploy.lock"),
+            gateway=dict(type="dict", options=dict(url=dict(type="str", required=True),
+                                                   worker_url=dict(type="str", required=True),
+                                                   api_key=dict(type="str", default="", no_log=True))),
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
         ),

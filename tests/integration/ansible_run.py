@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,30 @@ def run_playbook(playbook: str, limit: str | None = None, extra_vars: dict | Non
         cmd += ["-e", json.dumps(extra_vars)]
     env = _env() if json_output else _env({"ANSIBLE_STDOUT_CALLBACK": "default"})
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+
+
+def process_tree(root: int) -> list:
+    """root and every process descended from it (from /proc/*/stat)."""
+    children = {}
+    for entry in (e for e in os.listdir("/proc") if e.isdigit()):
+        try:
+            with open("/proc/%s/stat" % entry) as fh:
+                children.setdefault(int(fh.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    found, todo = [], [root]
+    while todo:
+        found.append(todo.pop())
+        todo.extend(children.get(found[-1], []))
+    return found
+
+
+def kill_run(pid: int) -> None:
+    """An ansible-playbook run dies as its machine would: its main process and every process it
+    started, at once (its workers call setsid: its process group alone would leave one to finish
+    its task)."""
+    for each in process_tree(pid):
+        try:
+            os.kill(each, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

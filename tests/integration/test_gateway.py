@@ -11,10 +11,14 @@ the failures a restart causes. An operator's rollback (playbooks/rollback.yml) d
 from __future__ import annotations
 
 import json
+import subprocess
+import tempfile
 
 import pytest
 
-from tests.integration.ansible_run import LAB_INVENTORY, run_module, run_playbook
+from tests.integration.ansible_run import (
+    BIN, LAB_INVENTORY, REPO, _env, kill_run, run_module, run_playbook, ssh_vars_inventory,
+)
 from tests.integration.deploying import invocation, report, reset_service
 from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory
 from tests.integration.labhost import REPORTS, LabHost, labctl
@@ -47,6 +51,34 @@ def fleet(lab, tmp_path_factory):
         for host in hosts.values():
             reset_service(host)
         labctl("down", "ct130")
+
+
+class Background:
+    """A playbook run in the background whose output can be read as it comes, and killed as the
+    death of its machine would (ansible-playbook and every process it started)."""
+
+    def __init__(self, cmd):
+        self.out = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=_env({"ANSIBLE_STDOUT_CALLBACK": "default"}), stdout=self.out,
+                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def lines(self):
+        self.out.seek(0)
+        return self.out.read()
+
+    def kill(self):
+        kill_run(self.proc.pid)
+        self.proc.wait()
+
+
+def guard_ended(host):
+    return host.run("test -e /etc/sglang/guard.json -a ! -e /etc/sglang/pending.json", check=False).returncode == 0
+
+
+def start_through(fleet, inventory, playbook, limit, **extra):
+    sources = (LAB_INVENTORY, str(fleet["inventories"][inventory]), ssh_vars_inventory())
+    return Background([str(BIN / "ansible-playbook"), *(a for src in sources for a in ("-i", src)),
+                       "playbooks/%s.yml" % playbook, "-l", limit, "-e", json.dumps(extra)])
 
 
 def deploy_through(fleet, inventory, playbook, limit, **extra):
@@ -113,3 +145,20 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
         proc = deploy_through(fleet, "plain", "deploy_nextn", "ct200")
     assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)
+
+    # The controller killed in the gate of a DDTREE that fails, the worker drained: the host
+    # restores NEXTN by itself and puts the worker back behind the gateway.
+    ct200.put("/etc/inferops-lab/faults.json", json.dumps({"crash_after_ready_s": 0.2, "only_algorithm": "DDTREE"}))
+    killed = start_through(fleet, "gateway", "deploy_ddtree", "ct200", sglang_service_health_timeout=1800,
+                           sglang_retry_rolled_back=True)
+    try:
+        ct200.wait_for(lambda: "TASK [inferops.sglang.sglang_service : Gate on health]" in killed.lines(), 300, 0.2,
+                       "the health gate")
+        killed.kill()
+        ct200.wait_for(lambda: guard_ended(ct200), 120, 0.5, "the host's guard")
+    finally:
+        killed.kill()
+        ct200.run("rm -f /etc/inferops-lab/faults.json")
+    result = json.loads(ct200.run(["cat", "/etc/sglang/guard.json"]).stdout)
+    assert result["healthy"] and result["rejoined"] == "http://%s:30000" % fleet["addresses"]["ct200"], result
+    ct200.wait_for(lambda: all_ready(fleet["gateway"], 3), 60, 0.5, "the worker back in rotation")

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, run_playbook
+from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, kill_run, run_playbook
 from tests.integration.deploying import UNIT, deploy, healthy, invocation, report, reset_service
 from tests.integration.labhost import podman
 
@@ -164,38 +164,8 @@ def test_the_host_restores_the_known_good_when_the_controller_goes_away(nextn, s
 
 
 def kill_controller(proc):
-    """The controller dies as its machine would: ansible-playbook and every worker at once (the
-    workers call setsid, so its process group alone would leave one to finish its task), and
-    what they started on this side (podman exec, ssh)."""
-    with open("/proc/%d/cmdline" % proc.pid, "rb") as fh:
-        main = fh.read()
-    pids = [pid for pid in _pids() if _cmdline(pid) == main]
-    children = [pid for pid in _pids() if _parent(pid) in pids]
-    for pid in pids + children:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _pids():
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def _cmdline(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
-def _parent(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
+    """The controller dies as its machine would (ansible_run.kill_run)."""
+    kill_run(proc.pid)
 
 
 # The production clock for these rows (health timeout 1800 s): only the host's own judgement of the

@@ -191,3 +191,55 @@ def test_an_older_record_without_hashes_is_checked_for_its_files(tmp_path):
 def test_fired_on_says_whether_the_guard_already_acted_on_this_switch(pending, result, fired):
     assert (guard.fired_on("abc", pending, result) is not None) is fired
     assert guard.fired_on("", pending, result) is None
+
+
+RESTORED = {"why": "DDTREE failed (...), and no controller took it over within 15 s", "time": T0 + 31,
+            "restored": "nextn", "healthy": True, "seconds": 7.5}
+
+
+@pytest.mark.parametrize("extra, tail", [
+    ({}, "healthy in 7.5 s"),
+    ({"rejoined": "http://198.18.7.2:30000"}, "healthy in 7.5 s, and put it back into the gateway's rotation"),
+    ({"rejoined": None, "out_of_rotation_since": T0 + 2, "rejoin_error": "http://198.18.7.1:38000 could not be "
+      "reached: [Errno 111] Connection refused"},
+     "healthy in 7.5 s, but it is OUT OF THE GATEWAY'S ROTATION since 12:13:22 (http://198.18.7.1:38000 could not "
+     "be reached: [Errno 111] Connection refused): the next deploy or rollback.yml puts it back"),
+], ids=["no gateway", "back in rotation", "the gateway could not be reached"])
+def test_said_tells_whether_the_worker_is_back_behind_its_gateway(extra, tail):
+    assert guard.said(dict(RESTORED, **extra)).endswith(tail)
+
+
+def test_the_guard_puts_the_drained_worker_back_as_sglang_gateway_does(tmp_path):
+    """A real HTTP server answers POST /workers as smg does (202; then a 500): the body names the
+    worker and its API key, the gateway's key goes in the header; a failure is said."""
+    import http.server
+    import threading
+
+    seen, answers = [], [202, 500]
+
+    class Gateway(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            seen.append((self.path, self.headers.get("Authorization"),
+                         json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
+            self.send_response(answers.pop(0))
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "secrets.yaml").write_text(json.dumps({"api-key": "worker-key"}))
+        pending = {"gateway": {"url": "http://127.0.0.1:%d/" % server.server_port, "api_key": "gw-key",
+                               "worker_url": "http://198.18.7.2:30000", "drained_at": T0}}
+        assert guard.back_in_rotation(str(tmp_path), pending, {"healthy": True}) == {
+            "rejoined": "http://198.18.7.2:30000"}
+        assert seen[0] == ("/workers", "Bearer gw-key", {"url": "http://198.18.7.2:30000", "api_key": "worker-key"})
+        failed = guard.back_in_rotation(str(tmp_path), pending, {"healthy": True})
+        assert failed["rejoined"] is None and failed["out_of_rotation_since"] == T0
+        assert failed["rejoin_error"].endswith("answered HTTP 500 to POST /workers")
+        assert guard.back_in_rotation(str(tmp_path), pending, {"healthy": False}) == {}, "not behind an unhealthy one"
+        assert guard.back_in_rotation(str(tmp_path), {}, {"healthy": True}) == {}
+    finally:
+        server.shutdown()
