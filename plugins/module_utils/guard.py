@@ -489,10 +489,11 @@ def follow(state_dir, poll=FOLLOW_POLL):
             failing = {"why": why, "since": time.time()} if why else None
             if failing:
                 say("inferops.sglang guard (follow): %s" % why)
-        action, _why = decide(pending, FOLLOW, time.time(), failing)
-        if action == RESTORE:
-            # (With no failure seen, what came is the deadline: the timer's reason, whichever acts.)
-            return act(state_dir, FOLLOW if failing else DEADLINE, failing)
+        # (The deadline first: what acts then is the timer's reason, whoever acts, a failure seen or not.)
+        if decide(pending, DEADLINE, time.time())[0] == RESTORE:
+            return act(state_dir, DEADLINE, failing)
+        if decide(pending, FOLLOW, time.time(), failing)[0] == RESTORE:
+            return act(state_dir, FOLLOW, failing)
         time.sleep(poll)
 
 

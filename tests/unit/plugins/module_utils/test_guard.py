@@ -243,3 +243,17 @@ def test_the_guard_puts_the_drained_worker_back_as_sglang_gateway_does(tmp_path)
         assert guard.back_in_rotation(str(tmp_path), {}, {"healthy": True}) == {}
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("pending, reason", [
+    (dict(ARMED, phase="rollback", armed_at=0, deadline=1), guard.DEADLINE),
+    (dict(ARMED, armed_at=0, deadline=4e9, grace=0.01), guard.FOLLOW),
+], ids=["a failure seen, then the rollback's deadline passed: the deadline's reason",
+        "a failure nobody took over: the follower's"])
+def test_the_follower_acts_for_the_reason_that_came(tmp_path, monkeypatch, pending, reason):
+    (tmp_path / guard.PENDING).write_text(json.dumps(pending))
+    monkeypatch.setattr(guard, "read_unit", lambda unit: status("new", active="failed", sub="failed"))
+    acted = []
+    monkeypatch.setattr(guard, "act", lambda state_dir, why, failing: acted.append((why, failing["why"])) or "done")
+    assert guard.follow(str(tmp_path), poll=0.01) == "done"
+    assert acted == [(reason, "sglang.service: unit failed (result success)")]
