@@ -285,21 +285,21 @@ def pending_record(module, params, now, earlier):
         gid = 0   # the deploy creates the group; check mode has not
     _rc, out, _err = module.run_command(show_command(params["unit"]))
     holder = host_state.read_json(params["lock_path"]) or {}
-    same = bool(earlier) and earlier.get("config_id") == params["config_id"]
+    # A re-arm of the same switch (the rollback's) keeps when it began, what the unit ran then, and
+    # when its worker was drained.
+    kept = earlier if earlier and earlier.get("config_id") == params["config_id"] else {}
     return {
         "config_id": params["config_id"], "variant": params["variant"], "phase": params["phase"],
-        # A re-arm of the same switch (the rollback's) keeps when the switch began.
-        "started": earlier["started"] if same else now, "armed_at": now,
+        "started": kept.get("started", now), "armed_at": now,
         "deadline": now + params["deadline"], "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
         # What the unit ran at the arm: the follower judges only a start after it.
-        "invocation": earlier.get("invocation") if same else unit_status(parse_show(out))["invocation_id"],
+        "invocation": kept.get("invocation") if kept else unit_status(parse_show(out))["invocation_id"],
         "timeout": params["timeout"], "settle": params["settle"], "grace": params["grace"],
         "leftovers_timeout": params["leftovers_timeout"], "tolerance_mib": params["tolerance_mib"],
         "host": params["host"], "port": params["port"],
         "lock": {"path": params["lock_path"], "run_id": holder.get("run_id")},
-        # (Drained since the switch's first arm: a rollback's arm keeps when.)
-        "gateway": dict(params["gateway"], drained_at=(earlier.get("gateway") or {}).get("drained_at") or now)
-        if params["gateway"] else (earlier.get("gateway") if same else None),
+        "gateway": dict(params["gateway"], drained_at=(kept.get("gateway") or {}).get("drained_at") or now)
+        if params["gateway"] else kept.get("gateway"),
     }
 
 

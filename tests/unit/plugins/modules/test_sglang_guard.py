@@ -1,0 +1,55 @@
+"""sglang_guard's pending record, as a table: what a first arm records (the unit's invocation at
+the arm, the lock's run, the gateway the worker was drained from and when), and what a
+rollback's re-arm of the same switch keeps."""
+from __future__ import annotations
+
+import json
+from unittest.mock import MagicMock
+
+import pytest
+
+from ansible_collections.inferops.sglang.plugins.modules import sglang_guard
+
+T0 = 1796300000.0
+PARAMS = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "deadline": 330.0, "unit": "sglang.service",
+          "unit_dir": "/etc/systemd/system", "group": "root", "timeout": 600.0, "settle": 3.0, "grace": 15.0,
+          "leftovers_timeout": 60.0, "tolerance_mib": 1024, "host": "127.0.0.1", "port": 30000, "gateway": None}
+GATEWAY = {"url": "http://198.18.7.1:38000", "worker_url": "http://198.18.7.2:30000", "api_key": ""}
+
+
+def record(tmp_path, earlier, **over):
+    lock = tmp_path / "deploy.lock"
+    lock.write_text(json.dumps({"run_id": "vm:1:2"}))
+    module = MagicMock(check_mode=False)
+    module.run_command.return_value = (0, "InvocationID=now-running\nActiveState=active\n", "")
+    return sglang_guard.pending_record(module, dict(PARAMS, lock_path=str(lock), **over), T0, earlier)
+
+
+@pytest.mark.parametrize("earlier, over, expected", [
+    (None, {}, {"started": T0, "invocation": "now-running", "gateway": None, "lock": {"run_id": "vm:1:2"}}),
+    (None, {"gateway": GATEWAY}, {"gateway": dict(GATEWAY, drained_at=T0)}),
+    ({"config_id": "other", "started": T0 - 99, "invocation": "older", "gateway": dict(GATEWAY, drained_at=1.0)}, {},
+     {"started": T0, "invocation": "now-running", "gateway": None}),
+    ({"config_id": "c0ffee", "started": T0 - 40, "invocation": "before-the-switch",
+      "gateway": dict(GATEWAY, drained_at=T0 - 41)}, {"phase": "rollback"},
+     {"started": T0 - 40, "invocation": "before-the-switch", "gateway": dict(GATEWAY, drained_at=T0 - 41),
+      "phase": "rollback"}),
+], ids=["a first arm", "a first arm of a drained worker", "another switch's record is not kept",
+        "the rollback's re-arm keeps the switch's start, invocation and drain"])
+def test_pending_record(tmp_path, earlier, over, expected):
+    got = record(tmp_path, earlier, **over)
+    got["lock"] = {"run_id": got["lock"]["run_id"]}
+    assert dict((key, got[key]) for key in expected) == expected
+    assert got["armed_at"] == T0 and got["deadline"] == T0 + 330.0
+
+
+@pytest.mark.parametrize("over, problem", [
+    ({"deadline": -1877.0}, "deadline must be a positive number of seconds, got -1877.0"),
+    ({"grace": 60.0}, "grace must be more than 0 and at most 15 seconds, got 60.0"),
+    ({"grace": 0.0}, "grace must be more than 0 and at most 15 seconds, got 0.0"),
+    ({"settle": -1.0}, "timeout must be positive, settle and leftovers_timeout 0 or more"),
+    ({}, None),
+], ids=["a negative margin", "a grace over 15 s", "no grace", "a negative settle", "in range"])
+def test_inputs_out_of_range_are_refused_before_anything_is_written(over, problem):
+    said = sglang_guard.input_problem(dict(PARAMS, **over))
+    assert (said or "").startswith(problem or "") and (said is None) is (problem is None)
