@@ -1096,7 +1096,8 @@ def main():
             "| the controller gone: SIGKILL of ansible-playbook and its workers 1 s into DDTREE's health gate, DDTREE "
             "starting slowly (nobody confirms it), to NEXTN healthy again, restored by the host alone (health timeout "
             "30 s, settle 7 s, margin 15 s) | median %.1f s (max %.1f s): %.1f s to the guard's deadline, %.1f s its "
-            "restore and NEXTN's start | before: never (the host crash-looped DDTREE until someone ran rollback.yml) |"
+            "restore and NEXTN's start, now settled and after the GPUs are free | before: 58.9 s (2026-12-04: its "
+            "restore did not settle nor wait for the GPUs); earlier, never |"
             % (slow["total"], slow["max"], slow["to_deadline"], slow["restore"]))
         rows["guard"].append(
             "| the controller gone, the new server failing: the same kill, DDTREE crashing after ready, to NEXTN "
