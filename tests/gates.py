@@ -40,6 +40,7 @@ class Gate:
     counts: dict = field(default_factory=dict)
     problem: str = ""
     failures: list = field(default_factory=list)
+    evidence: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -95,6 +96,22 @@ def junit_failures(paths: list[Path]) -> list[str]:
     return lines
 
 
+def junit_evidence(paths: list[Path], failures: int = 2, lines: int = 40) -> list[str]:
+    """The evidence of the first `failures` failed test cases: the last `lines` lines of each
+    one's failure text (a row's hang guard puts what the host said there), bounded so that the
+    names printed after it stay in the tail CI keeps."""
+    out = []
+    for path in paths:
+        for case in ET.parse(path).getroot().iter("testcase"):
+            for bad in list(case.findall("failure")) + list(case.findall("error")):
+                if len(out) < failures:
+                    text = (bad.text or bad.get("message") or "").rstrip().splitlines()
+                    out.append("---- %s::%s (the last %d lines of its failure)\n%s" % (
+                        case.get("classname", ""), case.get("name", ""), lines,
+                        "\n".join(line[:300] for line in text[-lines:])))
+    return out
+
+
 def collected(folder: str) -> int:
     """How many tests pytest collects in a folder (the count a run must reach)."""
     proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", folder],
@@ -111,6 +128,7 @@ def check_counts(gate: Gate) -> None:
         return
     gate.counts = junit_counts(paths)
     gate.failures = junit_failures(paths)
+    gate.evidence = junit_evidence(paths)
     wanted = collected(PYTEST_GATES[gate.name])
     if gate.counts["tests"] == 0:
         gate.problem = "no test ran"
@@ -163,6 +181,9 @@ def main(argv: list[str]) -> int:
     text = table(gates, time.monotonic() - started)
     (OUT / "times.md").write_text(text + "\n")
     print("\nmake test: gate times (side-by-side gates share their start; build/gates/times.md)\n" + text)
+    for gate in gates:
+        for text in gate.evidence:
+            print(text)
     for gate in gates:
         for line in gate.failures:
             print("%s FAILED %s" % (gate.name, line))

@@ -109,14 +109,16 @@ def sglang_deploy_diagnosis(result, host, rollback=None):
     return diagnosis.deploy_diagnosis(_plain(result), str(host), _plain(rollback) or {})
 
 
-def sglang_rollback_result(rollback, host, unit, host_class=None):
+def sglang_rollback_result(rollback, host, unit, host_class=None, check=False):
     """A rollback's last word, {ok, msg} (diagnosis.rollback_result), and its row of the job's
     artifacts (fleet_summary.rollback_row); `rollback.restored` false: the known-good already
-    served and was left alone."""
+    served and was left alone; `check`: a check run (ansible_check_mode), which says what it
+    would restore."""
+    from ansible.module_utils.parsing.convert_bool import boolean
     from ansible_collections.inferops.sglang.plugins.module_utils import diagnosis, fleet_summary
     rollback = _plain(rollback) or {}
     restored = bool(rollback.get("restored", True))
-    said = diagnosis.rollback_result(rollback, str(host), str(unit), restored)
+    said = diagnosis.rollback_result(rollback, str(host), str(unit), restored, boolean(check, strict=False))
     return dict(said, row=fleet_summary.rollback_row(str(host), host_class, rollback, restored, said))
 
 

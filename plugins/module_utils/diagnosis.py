@@ -133,14 +133,19 @@ def deploy_diagnosis(result, host, rollback=None):
                      result.get("cause"))
 
 
-def rollback_result(rollback, host, unit, restored=True):
+def rollback_result(rollback, host, unit, restored=True, check=False):
     """playbooks/rollback.yml's last word: {ok, msg}. `rollback` as for deploy_diagnosis,
-    with `guard`: what the host's guard did on its own before (sglang_facts' guard), said first."""
+    with `guard`: what the host's guard did on its own before (sglang_facts' guard), said first.
+    `check`: a check run, which says what it would restore and started nothing to prove."""
     rollback = rollback or {}
     before = guard.said(rollback.get("guard"))
     first = "%s: earlier, %s.\n" % (host, before) if before else ""
     if not restored:
         return {"ok": True, "msg": first + "%s: the known-good service already serves, healthy: left alone" % host}
+    if check:
+        return {"ok": True, "msg": first + "%s: check mode: would restore %s and start it in place of %s "
+                "(nothing was changed; a real run proves it healthy)" % (host, rollback.get("known_good") or
+                                                                        "the known-good service", unit)}
     gate, leftovers = rollback.get("gate") or {}, rollback.get("leftovers") or {}
     return {"ok": gate.get("state") == "healthy",
             "msg": first + "%s: %s" % (host, _rollback(gate, rollback.get("known_good"), unit, leftovers))}

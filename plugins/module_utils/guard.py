@@ -275,8 +275,11 @@ def healthy(url, key, timeout):
 
 def wait_healthy(unit, url, key, timeout, settle):
     """Poll the known-good's health until it answered 200 and still answers `settle` seconds
-    later (as the deploy's gate), its unit fails, or `timeout` seconds pass: (healthy, error)."""
+    later (as the deploy's gate), its start fails, or `timeout` seconds pass: (healthy, error).
+    The start is judged as the gate judges it (systemd_state.judge): a crash that systemd
+    restarts (auto-restart) fails it at once, as a unit left failed does."""
     start, delay, first = time.monotonic(), 0.2, None
+    began = read_unit(unit)
     while time.monotonic() - start < timeout + settle:
         now = time.monotonic()
         if healthy(url, key, 5.0):
@@ -285,8 +288,9 @@ def wait_healthy(unit, url, key, timeout, settle):
                 return True, None
         elif first is not None:
             return False, "%s answered 200, then stopped answering within its %.0f s settle" % (url, settle)
-        if read_unit(unit)["active_state"] == "failed":
-            return False, "%s failed while it started (journalctl -u %s)" % (unit, unit)
+        verdict, why = judge(read_unit(unit), began["invocation_id"], began["n_restarts"])
+        if verdict == FAILED:
+            return False, "%s did not start: %s (journalctl -u %s)" % (unit, why, unit)
         if first is None and now - start >= timeout:
             break
         time.sleep(delay)

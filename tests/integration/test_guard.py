@@ -421,7 +421,8 @@ def test_check_mode_on_a_host_mid_switch_changes_nothing_and_says_what_runs(next
     assert host.run(state).stdout == before, "check mode changed the host"
     # (Its check says what it would restore; the known-good is not started by it, so not proven healthy.)
     rollback = run_playbook("playbooks/rollback.yml", limit=host.name, check_diff=True)
-    assert "Restore the known-good files" in rollback.stdout, rollback.stdout[-3000:]
+    assert rollback.returncode == 0 and "Restore the known-good files" in rollback.stdout, rollback.stdout[-3000:]
+    assert "check mode: would restore NEXTN" in " ".join(rollback.stdout.split()), rollback.stdout[-3000:]
     assert host.run(state).stdout == before, "a rollback's check changed the host"
     summary = [line for line in proc.stdout.splitlines() if line.startswith("ct200 ")][-1]
     assert "ddtree (unverified) -> " in summary and " check " in summary, summary

@@ -47,3 +47,14 @@ def test_the_table_shows_every_gate_and_the_failed_one():
     assert "| lint | passed | 11 |" in table
     assert "| integration | FAILED (exit 1) | 600 | 96 / 1 / 0 / 0 |" in table
     assert table.splitlines()[-1] == "| **all** | FAILED | 700 | |"
+
+
+def test_a_failures_evidence_is_its_texts_tail_for_the_first_two(tmp_path):
+    text = "\n".join("line %d" % i for i in range(100))
+    case = '<testcase classname="t" name="row%d"><failure message="first">%s</failure></testcase>'
+    path = tmp_path / "r.xml"
+    path.write_text('<?xml version="1.0"?><testsuites><testsuite name="pytest">%s</testsuite></testsuites>'
+                    % "".join(case % (i, text) for i in range(3)))
+    evidence = gates.junit_evidence([path])
+    assert len(evidence) == 2 and evidence[0].startswith("---- t::row0 (the last 40 lines of its failure)")
+    assert evidence[0].splitlines()[1:] == ["line %d" % i for i in range(60, 100)]

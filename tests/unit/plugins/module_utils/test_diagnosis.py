@@ -119,6 +119,16 @@ def test_rollback_result(rollback, restored, ok, msg):
     assert sglang_rollback_result(rollback, "ct129", "sglang.service", restored) == {"ok": ok, "msg": msg}
 
 
+@pytest.mark.parametrize("restored, msg", [
+    (True, "ct129: check mode: would restore NEXTN and start it in place of sglang.service (nothing was changed; "
+           "a real run proves it healthy)"),
+    (False, "ct129: the known-good service already serves, healthy: left alone"),
+], ids=["would restore", "left alone, as in a real run"])
+def test_a_rollbacks_check_says_what_it_would_restore_and_passes(restored, msg):
+    said = sglang_rollback_result({"known_good": "NEXTN", "gate": {}}, "ct129", "sglang.service", restored, check=True)
+    assert said == {"ok": True, "msg": msg}
+
+
 def test_a_switch_the_guard_undid_first_is_said_in_one_line():
     said = sglang_diagnosis("ct200", "ddtree", "rolled_back", "the host's guard restored the known-good before this "
                             "deploy confirmed the switch (...)", HEALTHY, KEPT, None, "NEXTN",

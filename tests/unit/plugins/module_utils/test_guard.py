@@ -257,3 +257,24 @@ def test_the_follower_acts_for_the_reason_that_came(tmp_path, monkeypatch, pendi
     monkeypatch.setattr(guard, "act", lambda state_dir, why, failing: acted.append((why, failing["why"])) or "done")
     assert guard.follow(str(tmp_path), poll=0.01) == "done"
     assert acted == [(reason, "sglang.service: unit failed (result success)")]
+
+
+@pytest.mark.parametrize("states, answers, settle, result", [
+    ([status("kg", "activating", "start")] * 2 + [status("kg")] * 9, [False, False, True, True, True], 0.0,
+     (True, None)),
+    ([status("kg", "activating", "start"), status("kg", "activating", "auto-restart", restarts=1)], [False] * 3, 0.0,
+     (False, "sglang.service did not start: systemd restarted the unit (NRestarts 1, was 0) "
+             "(journalctl -u sglang.service)")),
+    ([status("kg", "activating", "start"), status("kg", "failed", "failed", result="exit-code")], [False] * 3, 0.0,
+     (False, "sglang.service did not start: unit failed (result exit-code) (journalctl -u sglang.service)")),
+    ([status("kg")] * 9, [True, False], 5.0,
+     (False, "http://h/health answered 200, then stopped answering within its 5 s settle")),
+], ids=["healthy, then settled", "crashed and restarted by systemd: failed at once, not at the timeout",
+        "left failed", "a 200, then silence within the settle"])
+def test_the_guards_start_of_the_known_good_is_judged_as_the_gate_judges_it(monkeypatch, states, answers, settle,
+                                                                            result):
+    states, answers = list(states), list(answers)
+    monkeypatch.setattr(guard, "read_unit", lambda unit: states.pop(0) if len(states) > 1 else states[0])
+    monkeypatch.setattr(guard, "healthy", lambda url, key, timeout: answers.pop(0) if len(answers) > 1 else answers[0])
+    monkeypatch.setattr(guard.time, "sleep", lambda seconds: None)
+    assert guard.wait_healthy("sglang.service", "http://h/health", "", 600.0, settle) == result
