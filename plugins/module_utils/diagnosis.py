@@ -143,9 +143,9 @@ def rollback_result(rollback, host, unit, restored=True, check=False):
     if not restored:
         return {"ok": True, "msg": first + "%s: the known-good service already serves, healthy: left alone" % host}
     if check:
+        known_good = rollback.get("known_good") or "the known-good service"
         return {"ok": True, "msg": first + "%s: check mode: would restore %s and start it in place of %s "
-                "(nothing was changed; a real run proves it healthy)" % (host, rollback.get("known_good") or
-                                                                        "the known-good service", unit)}
+                "(nothing was changed; a real run proves it healthy)" % (host, known_good, unit)}
     gate, leftovers = rollback.get("gate") or {}, rollback.get("leftovers") or {}
     return {"ok": gate.get("state") == "healthy",
             "msg": first + "%s: %s" % (host, _rollback(gate, rollback.get("known_good"), unit, leftovers))}

@@ -146,10 +146,12 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
     assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)
 
-    # The controller killed in the gate of a DDTREE that fails, the worker drained: the host
+    # The controller killed while the gate waits on a DDTREE that fails 6 s into its 12 s settle
+    # window (so that the kill lands before the gate ends), the worker drained: the host
     # restores NEXTN by itself and puts the worker back behind the gateway.
-    ct200.put("/etc/inferops-lab/faults.json", json.dumps({"crash_after_ready_s": 0.2, "only_algorithm": "DDTREE"}))
+    ct200.put("/etc/inferops-lab/faults.json", json.dumps({"crash_after_ready_s": 6.0, "only_algorithm": "DDTREE"}))
     killed = start_through(fleet, "gateway", "deploy_ddtree", "ct200", sglang_service_health_timeout=1800,
+                           sglang_service_health_settle=12,
                            sglang_retry_rolled_back=True)
     try:
         ct200.wait_for(lambda: "TASK [inferops.sglang.sglang_service : Gate on health]" in killed.lines(), 300, 0.2,
