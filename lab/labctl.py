@@ -627,7 +627,8 @@ def cmd_release(name: str) -> int:
 RESET_SERVICE = ("systemctl disable --now sglang-guard.timer sglang-guard-boot.service 2>/dev/null; "
                  "systemctl stop sglang.service 2>/dev/null; systemctl reset-failed sglang.service 2>/dev/null; "
                  "rm -rf /etc/systemd/system/sglang.service /etc/systemd/system/sglang-guard* /etc/sglang "
-                 "/run/inferops-sglang; systemctl daemon-reload; rm -f /etc/inferops-lab/faults.json")
+                 "/run/inferops-sglang; systemctl daemon-reload; rm -f /etc/inferops-lab/faults.json "
+                 "/etc/inferops-lab/crash-now")
 
 
 def cmd_reset(names: list[str]) -> int:

@@ -14,6 +14,7 @@ in the gate's folder (a crashed worker's tests that never ran).
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -82,17 +83,22 @@ def junit_counts(paths: list[Path]) -> dict:
     return total
 
 
+def failed_cases(paths: list[Path]):
+    """(test id, failure or error element) of every failed or erroring test case, in file order."""
+    for path in paths:
+        for case in ET.parse(path).getroot().iter("testcase"):
+            for bad in list(case.findall("failure")) + list(case.findall("error")):
+                yield "%s::%s" % (case.get("classname", ""), case.get("name", "")), bad
+
+
 def junit_failures(paths: list[Path]) -> list[str]:
     """One line per failed or erroring test case: its id and the first line of its message.
 
     CI keeps only the tail of the output, so the names of what failed must come after the table."""
     lines = []
-    for path in paths:
-        for case in ET.parse(path).getroot().iter("testcase"):
-            for bad in list(case.findall("failure")) + list(case.findall("error")):
-                message = (bad.get("message") or bad.text or "").strip().splitlines()
-                lines.append("%s::%s: %s" % (case.get("classname", ""), case.get("name", ""),
-                                             message[0][:300] if message else bad.tag))
+    for case, bad in failed_cases(paths):
+        message = (bad.get("message") or bad.text or "").strip().splitlines()
+        lines.append("%s: %s" % (case, message[0][:300] if message else bad.tag))
     return lines
 
 
@@ -101,14 +107,10 @@ def junit_evidence(paths: list[Path], failures: int = 2, lines: int = 40) -> lis
     one's failure text (a row's hang guard puts what the host said there), bounded so that the
     names printed after it stay in the tail CI keeps."""
     out = []
-    for path in paths:
-        for case in ET.parse(path).getroot().iter("testcase"):
-            for bad in list(case.findall("failure")) + list(case.findall("error")):
-                if len(out) < failures:
-                    text = (bad.text or bad.get("message") or "").rstrip().splitlines()
-                    out.append("---- %s::%s (the last %d lines of its failure)\n%s" % (
-                        case.get("classname", ""), case.get("name", ""), lines,
-                        "\n".join(line[:300] for line in text[-lines:])))
+    for case, bad in itertools.islice(failed_cases(paths), failures):
+        text = (bad.text or bad.get("message") or "").rstrip().splitlines()
+        out.append("---- %s (the last %d lines of its failure)\n%s" % (
+            case, lines, "\n".join(line[:300] for line in text[-lines:])))
     return out
 
 

@@ -540,10 +540,21 @@ class Server:
         self.forward()
         self.ready = True
         Log.line("The server is fired up and ready to roll!")
+        trigger = self.faults.get("crash_when_file")
+        if trigger:
+            threading.Thread(target=self.crash_once_exists, args=(trigger,), daemon=True).start()
         crash = self.faults.get("crash_after_ready_s")
         if crash is not None:
             time.sleep(float(crash))
             self.crash_now()
+
+    def crash_once_exists(self, path):
+        """The crash_when_file fault: the crash comes when a test says (the file appears), so that
+        it follows an event the test orders it after (a controller killed while the gate waits),
+        however loaded the machine is."""
+        while not os.path.exists(path):
+            time.sleep(0.1)
+        self.crash_now()
 
     def answered_health(self):
         """After a /health 200: the crash_after_first_health_s fault starts its clock at the

@@ -81,11 +81,17 @@ class ActionModule(DecisionAction):
         word = deploy_plan.node_word(args["server_group"], ended, args["variant"], time.time(), run.get("link"))
         return {"changed": False, "word": word, "ansible_facts": {"sglang_node_outcome": word}}
 
-    def guard_fired(self, state_dir, config_id, task_vars):
+    def guard_fired(self, state_dir, config_id, task_vars, poll=1.0):
         """The guard's result when it already acted on this switch, read without touching it
-        (the rollback still needs it armed)."""
-        said = [self.read_json("%s/%s" % (state_dir.rstrip("/"), name), task_vars) for name in (guard.PENDING, guard.RESULT)]
-        return guard.fired_on(config_id, *said)
+        (the rollback still needs it armed). A guard run restoring it now is waited for: what
+        failed then (a restart job its stop canceled) is its doing, and its result says how it ended."""
+        started = time.time()
+        while True:
+            pending, result = [self.read_json("%s/%s" % (state_dir.rstrip("/"), name), task_vars)
+                               for name in (guard.PENDING, guard.RESULT)]
+            if not guard.acting_on(config_id, pending, result) or time.time() - started > guard.acting_bound(pending):
+                return guard.fired_on(config_id, pending, result)
+            time.sleep(poll)
 
     def read_json(self, path, task_vars):
         """A JSON file of the host, or None when it is missing or unreadable."""

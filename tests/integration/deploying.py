@@ -61,3 +61,27 @@ def cut_after_first_200(face, node, deploy):
             labctl("cut", node)
         result = deploying.result()
     return result, None if cut_at is None else round(time.monotonic() - cut_at, 1)
+
+
+STATE = "/etc/sglang/"
+# The crash_when_file fault's trigger: a new server given it serves until the test creates this
+# file, then crashes (and again at each start while it is there).
+CRASH_FILE = "/etc/inferops-lab/crash-now"
+
+
+def guard_evidence(host):
+    """What the host says of its guard and its service, for a row whose guard did not act in time."""
+    out = host.run("cat %spending.json; systemctl list-timers --all --no-pager 'sglang-guard*'; "
+                   "journalctl --no-pager -n 60 -u 'sglang-guard*' -u sglang.service" % STATE, check=False)
+    return out.stdout[-6000:]
+
+
+def crash_after_the_kill(host):
+    """The controller is gone: the kill came while the gate waited (the switch is still in its gate
+    phase, not taken over for a rollback, a later point of the matrix), and the new server now
+    crashes (CRASH_FILE). Returns when it was told to."""
+    phase = host.run(["cat", STATE + "pending.json"], check=False)
+    assert phase.returncode == 0 and json.loads(phase.stdout)["phase"] == "gate", \
+        "the kill did not land while the gate waited: %s\n%s" % (phase.stdout, guard_evidence(host))
+    host.run(["touch", CRASH_FILE])
+    return time.time()

@@ -19,7 +19,8 @@ import pytest
 from tests.integration.ansible_run import (
     BIN, LAB_INVENTORY, REPO, _env, kill_run, run_module, run_playbook, ssh_vars_inventory,
 )
-from tests.integration.deploying import invocation, report, reset_service
+from tests.integration.deploying import (
+    CRASH_FILE, crash_after_the_kill, guard_evidence, invocation, report, reset_service)
 from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory
 from tests.integration.labhost import REPORTS, LabHost, labctl
 
@@ -146,10 +147,10 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
     assert proc.returncode == 0 and report(ct200)["outcome"] == "deployed", proc.stdout[-3000:]
     assert load.failed > 0, (load.sent, load.failed)
 
-    # The controller killed while the gate waits on a DDTREE that fails 6 s into its 12 s settle
-    # window (so that the kill lands before the gate ends), the worker drained: the host
-    # restores NEXTN by itself and puts the worker back behind the gateway.
-    ct200.put("/etc/inferops-lab/faults.json", json.dumps({"crash_after_ready_s": 6.0, "only_algorithm": "DDTREE"}))
+    # The controller killed while the gate waits (a 12 s settle window) on a DDTREE that crashes
+    # once it is dead, the worker drained: the host restores NEXTN by itself and puts the worker
+    # back behind the gateway.
+    ct200.put("/etc/inferops-lab/faults.json", json.dumps({"crash_when_file": CRASH_FILE, "only_algorithm": "DDTREE"}))
     killed = start_through(fleet, "gateway", "deploy_ddtree", "ct200", sglang_service_health_timeout=1800,
                            sglang_service_health_settle=12,
                            sglang_retry_rolled_back=True)
@@ -157,10 +158,14 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
         ct200.wait_for(lambda: "TASK [inferops.sglang.sglang_service : Gate on health]" in killed.lines(), 300, 0.2,
                        "the health gate")
         killed.kill()
-        ct200.wait_for(lambda: guard_ended(ct200), 120, 0.5, "the host's guard")
+        crash_after_the_kill(ct200)
+        try:
+            ct200.wait_for(lambda: guard_ended(ct200), 120, 0.5, "the host's guard")
+        except AssertionError as exc:
+            raise AssertionError("%s\n%s" % (exc, guard_evidence(ct200))) from None
     finally:
         killed.kill()
-        ct200.run("rm -f /etc/inferops-lab/faults.json")
+        ct200.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
     result = json.loads(ct200.run(["cat", "/etc/sglang/guard.json"]).stdout)
     assert result["healthy"] and result["rejoined"] == "http://%s:30000" % fleet["addresses"]["ct200"], result
     ct200.wait_for(lambda: all_ready(fleet["gateway"], 3), 60, 0.5, "the worker back in rotation")

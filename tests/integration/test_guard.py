@@ -24,12 +24,12 @@ import time
 import pytest
 
 from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, kill_run, run_playbook
-from tests.integration.deploying import UNIT, deploy, healthy, invocation, report, reset_service
+from tests.integration.deploying import (
+    CRASH_FILE, STATE, UNIT, crash_after_the_kill, deploy, guard_evidence, healthy, invocation, report, reset_service)
 from tests.integration.labhost import podman
 
 pytestmark = pytest.mark.xdist_group("guard")
 
-STATE = "/etc/sglang/"
 # Deploys the rows interrupt: the guard's deadline about 28 s after the restart (health timeout
 # 20 s, settle 3 s, margin 5 s), so that it acts soon after the controller went away.
 # (The slowed start is quiet for minutes: the stall check is off, so the gate waits on its clock.)
@@ -55,11 +55,11 @@ def serving(lab):
 def nextn(serving):
     host = serving
     # (Each row reads the guard's result of its own switch: an earlier row's is not it.)
-    host.run("rm -f /etc/inferops-lab/faults.json /run/inferops-sglang/deploy.lock %sguard.json" % STATE)
+    host.run("rm -f /etc/inferops-lab/faults.json %s /run/inferops-sglang/deploy.lock %sguard.json" % (CRASH_FILE, STATE))
     if not (healthy(host) and "NEXTN" in host.run(["cat", UNIT]).stdout):
         assert deploy("deploy_nextn", host).returncode == 0
     yield host
-    host.run("rm -f /etc/inferops-lab/faults.json")
+    host.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
 
 
 def slow_ddtree(host):
@@ -124,13 +124,6 @@ def guard_result(host):
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
-def guard_evidence(host):
-    """What the host says of its guard and its service, for a row whose guard did not act in time."""
-    out = host.run("cat %spending.json; systemctl list-timers --all --no-pager 'sglang-guard*'; "
-                   "journalctl --no-pager -n 60 -u sglang-guard.service -u sglang.service" % STATE, check=False)
-    return out.stdout[-6000:]
-
-
 def assert_restored_by_the_guard(host, reason, kg_unit):
     try:
         # (guard.json is written as the restore begins too: the switch ends when pending.json goes.)
@@ -173,12 +166,12 @@ def kill_controller(proc):
 PRODUCTION_CLOCK = {"sglang_service_health_timeout": 1800, "sglang_guard_margin": 300, "sglang_retry_rolled_back": True}
 # DDTREE dies at once: ready, then the crash (as in the settle window of a real broken kernel).
 CRASHES = {"crash_after_ready_s": 0.2, "only_algorithm": "DDTREE"}
-# For the rows killed while the gate waits, the crash comes 6 s into a 12 s settle window, so
-# that the kill lands while the gate still waits: with the crash at once, the gate can fail and
-# the controller take the failure over in the time a kill of its process tree takes (then it is
-# killed during its rollback, another point of the matrix).
-CRASHES_IN_THE_SETTLE = dict(CRASHES, crash_after_ready_s=6.0)
-SETTLE = {"sglang_service_health_settle": 12}
+# For the rows killed while the gate waits, DDTREE crashes once the controller is dead (the row
+# says when: crash_after_the_kill), so that the gate cannot fail and be taken over by the
+# controller first, however loaded the machine is (then the kill would come during its rollback,
+# another point of the matrix). Its 12 s settle window keeps the gate waiting until the kill.
+CRASHES_AFTER_THE_KILL = {"crash_when_file": CRASH_FILE, "only_algorithm": "DDTREE"}
+GATE_WAITS = dict(PRODUCTION_CLOCK, sglang_service_health_settle=12)
 # The promise: a new server that failed is replaced within 90 s of the kill or of the failure.
 REPLACED_WITHIN_S = 90
 
@@ -189,16 +182,18 @@ REPLACED_WITHIN_S = 90
 SLOW_RELEASE_S = 25
 
 
-@pytest.mark.parametrize("when, interrupt, faults", [
-    (at_task("Start the health gate"), kill_controller, CRASHES),
-    (at_task("Gate on health"), kill_controller, CRASHES_IN_THE_SETTLE),
-    ("restarted", kill_controller, CRASHES),
-    (at_task("Gate on health"), sigint, CRASHES_IN_THE_SETTLE),
-    (at_task("Gate on health"), kill_controller, dict(CRASHES_IN_THE_SETTLE, gpu_release_lag_s=SLOW_RELEASE_S)),
+@pytest.mark.parametrize("when, interrupt, faults, clock", [
+    (at_task("Start the health gate"), kill_controller, CRASHES, PRODUCTION_CLOCK),
+    (at_task("Gate on health"), kill_controller, CRASHES_AFTER_THE_KILL, GATE_WAITS),
+    ("restarted", kill_controller, CRASHES, PRODUCTION_CLOCK),
+    (at_task("Gate on health"), sigint, CRASHES_AFTER_THE_KILL, GATE_WAITS),
+    (at_task("Gate on health"), kill_controller, dict(CRASHES_AFTER_THE_KILL, gpu_release_lag_s=SLOW_RELEASE_S),
+     GATE_WAITS),
 ], ids=["killed after the restart, before the gate began", "killed while the gate waits",
         "killed as DDTREE starts", "ctrl-c while the gate waits",
         "killed, and the failed server's GPU memory comes back slowly"])
-def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_kill(nextn, when, interrupt, faults):
+def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_kill(nextn, when, interrupt, faults,
+                                                                                    clock):
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
     host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
@@ -212,12 +207,13 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
     def at_the_kill(proc):
         killed.append(time.time())
         interrupt(proc)
-    settle = SETTLE if faults is not CRASHES else {}
-    interrupted(host, when, at_the_kill, **dict(PRODUCTION_CLOCK, **settle))
+    interrupted(host, when, at_the_kill, **clock)
+    # (Its failure came after the kill, or when the row told it to.)
+    failed_at = crash_after_the_kill(host) if "crash_when_file" in faults else killed[0]
     assert_restored_by_the_guard(host, "follow", kg_unit)
     result = guard_result(host)
-    back = result["time"] + result["seconds"] - killed[0]
-    print("\nkill -> the known-good healthy again: %.1f s (%s)" % (back, result["why"]))
+    back = result["time"] + result["seconds"] - failed_at
+    print("\nthe kill and the failure -> the known-good healthy again: %.1f s (%s)" % (back, result["why"]))
     assert back < REPLACED_WITHIN_S, result
     # The known-good started once, into free GPUs: the failed server's memory was waited for.
     waited = result["leftovers_waited"] >= 1.0 if faults.get("gpu_release_lag_s") else True
@@ -247,9 +243,10 @@ def test_rollback_yml_during_the_guards_restore_starts_the_known_good_once(nextn
     guard's lock orders them, and the known-good starts once (the rollback says the host did it)."""
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
-    host.put("/etc/inferops-lab/faults.json", json.dumps(CRASHES_IN_THE_SETTLE))
+    host.put("/etc/inferops-lab/faults.json", json.dumps(CRASHES_AFTER_THE_KILL))
     since = time.time()
-    interrupted(host, at_task("Gate on health"), kill_controller, **dict(PRODUCTION_CLOCK, **SETTLE))
+    interrupted(host, at_task("Gate on health"), kill_controller, **GATE_WAITS)
+    crash_after_the_kill(host)
     host.wait_for(lambda: (guard_result(host) or {}).get("error") == "the guard's run did not finish", GUARD_WAIT_S,
                   0.2, "the guard's restore")
     back = run_playbook("playbooks/rollback.yml", limit=host.name)

@@ -201,12 +201,15 @@ def test_fault_hang_before_ready_times_out(sim, ct200):
     assert res["phase"] == "serving"
 
 
-def test_fault_crash_after_ready(sim, ct200):
-    # Long enough that a loaded machine's module start (seconds, beside molecule) sees it up first.
-    with_faults(ct200, {"crash_after_ready_s": 10})
+def test_fault_crash_when_the_test_says(sim, ct200):
+    # Healthy for as long as the test wants (a loaded machine's module start takes seconds), then the crash.
+    with_faults(ct200, {"crash_when_file": "/run/crash-now"})
+    ct200.run("rm -f /run/crash-now")
     start_sim(ct200, server_argv("blackwell", "dflash"))
     assert gate(ct200)["state"] == "healthy"
+    ct200.run("touch /run/crash-now")
     ct200.wait_for(lambda: ct200.show(UNIT, "ActiveState")["ActiveState"] == "failed", 25, what="crash")
+    ct200.run("rm -f /run/crash-now")
     assert "an illegal memory access was encountered" in ct200.journal(UNIT)
 
 

@@ -108,3 +108,32 @@ def test_a_passing_try_is_neither_confirmed_nor_recorded(trial, confirmed, recor
     got = plugin.decide(dict(ARGS, failure="", gate={"state": "healthy", "elapsed": 3.0}, trial=trial), {})
     assert got["outcome"] == "deployed"
     assert plugin.call.called is confirmed and got["record_deployed"] is recorded
+
+
+def test_a_task_failed_while_the_guard_restored_waits_for_the_guard_and_is_its_doing(monkeypatch):
+    """The host frozen past the deadline, then thawed: its guard stops the new server to restore
+    the known-good, which cancels the deploy's restart job (the task fails). The guard's result,
+    written as it began, names this arm while the switch is still pending: the outcome waits for
+    the guard to end, then says the guard acted first (not task_failed) and rolls nothing back."""
+    arm = {"config_id": "c0ffee", "variant": "ddtree", "armed_at": 1796300000.0, "timeout": 20, "settle": 3}
+    began = dict(ACTED, pending=arm, healthy=False, restored=None, error="the guard's run did not finish")
+    reads = [{"/etc/sglang/pending.json": arm, "/etc/sglang/guard.json": began}] * 2 + \
+        [{"/etc/sglang/guard.json": dict(ACTED, pending=arm)}]
+    files = {}
+    slept = []
+    monkeypatch.setattr("time.sleep", slept.append)
+
+    def answer(module, module_args, task_vars):
+        if module_args["src"].endswith("pending.json"):
+            files.clear()
+            files.update(reads.pop(0) if reads else {})
+        return slurped(files)(module, module_args, task_vars)
+    task = MagicMock(args={}, async_val=0, check_mode=False, diff=False)
+    plugin = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
+                          shared_loader_obj=None)
+    plugin.call = MagicMock(side_effect=answer)
+    got = plugin.decide(dict(ARGS, failure="Unable to restart service sglang.service: Job for sglang.service canceled."),
+                        {})
+    assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == (
+        "rolled_back", "guard_acted_first", False, False), got
+    assert len(slept) == 2 and not reads, "read again each second until the guard's run ended"
