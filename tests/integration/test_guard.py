@@ -230,6 +230,28 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
     assert "the host restored NEXTN by itself" not in json.dumps(report(host)) and invocation(host) == serving
 
 
+FOLLOWER = "sglang-guard-follow.service"
+
+
+def test_a_guard_run_that_dies_is_run_again_and_restores_the_known_good(nextn):
+    """The host's follower is killed (the kernel's OOM killer, say) while it waits out its grace
+    after the new server failed, the controller gone: systemd runs it again (Restart=on-failure),
+    and the run after it restores NEXTN. The journal says the run that died."""
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
+    host.put("/etc/inferops-lab/faults.json", json.dumps(CRASHES_AFTER_THE_KILL))
+    journal = ["journalctl", "-u", FOLLOWER, "-o", "cat", "--since", "@%d" % time.time()]
+    interrupted(host, at_task("Gate on health"), kill_controller, **GATE_WAITS)
+    crash_after_the_kill(host)
+    # (What the follower says when it sees the new server fail; it acts once its grace has run out.)
+    host.wait_for(lambda: "guard (follow): " in host.run(journal, check=False).stdout, GUARD_WAIT_S, 0.2,
+                  "the follower to see the failure")
+    host.run(["systemctl", "kill", "-s", "KILL", FOLLOWER])
+    assert_restored_by_the_guard(host, "follow", kg_unit)
+    said = host.run(journal, check=False).stdout
+    assert "status=9/KILL" in said and "Scheduled restart job" in said, said[-3000:]
+
+
 def known_good_starts(host, since):
     """How many times the known-good (NEXTN) server started since `since`: its server_args line,
     which says EAGLE (SGLang 0.5.23 resolves the NEXTN alias before it logs its arguments)."""
