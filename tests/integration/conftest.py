@@ -10,13 +10,13 @@ from tests.integration.deploying import reset_service
 from tests.integration.labhost import PREFIX, LabHost, labctl, podman
 
 DEFAULT_HOSTS = {"ct129": "a6000", "ct200": "blackwell"}
-# The modules handed out first, longest first (make integration passes --no-loadscope-reorder,
-# so pytest-xdist keeps this order instead of putting the units with the most tests first).
-# Seconds of worker time in make test: guard 1778, fault_matrix 1160, gateway + tune 700,
-# server_group 459, real_checker 218, adoption 211, runner 91; the rest, a minute or two each at
-# most, fill in behind them. (xdist gives a worker its next unit once two or fewer of its tests
-# are left: a long unit handed out last runs alone at the end, as the gateway's did, 300 s with
-# two cores idle. With the pinned pytest 9.2 the xdist groups do not hold: tests/integration/README.md.)
+# The work units handed out first, longest first (make integration passes
+# --no-loadscope-reorder, so pytest-xdist keeps this order instead of putting the units with the
+# most tests first). Seconds of worker time in make test: guard 1778, fault_matrix 1160, gateway
+# + tune 700, server_group 459, real_checker 218, adoption 211, runner 91; the rest, a minute or
+# two each at most, fill in behind them. (xdist gives a worker its next unit once two or fewer of
+# its tests are left: a long unit handed out last runs alone at the end, as the gateway's did,
+# 300 s with two cores idle.)
 LONGEST_FIRST = ("test_guard.py", "test_fault_matrix.py", "test_gateway.py", "test_server_group.py",
                  "test_real_checker.py", "test_adoption.py", "test_runner.py")
 
