@@ -3,6 +3,7 @@ own) and ctg1, both blackwell, 16 TP ranks, meeting at ct200's lab address. The 
 rolls back as one; a run that would change half of it is refused before anything changes."""
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -15,6 +16,8 @@ from tests.integration.labhost import LabHost, labctl
 pytestmark = pytest.mark.xdist_group("server_group")
 
 NODES = ("ct200", "ctg1")
+FAULTS = "/etc/inferops-lab/faults.json"
+STOP_HOOK = "/etc/systemd/system/sglang.service.d/50-stop-hook.conf"
 # smg's port for this test (the gateway and tune tests, one xdist group, hold gateway_lab.PORT).
 GATEWAY_PORT = PORT + 2
 
@@ -120,8 +123,11 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
 
     # A node that fails to load (node 1's rank 8 runs out of memory under DDTree): rank 0 waits
     # for it in the KV pool's all-reduce; the whole group rolls back to NEXTN, and rank 0's
-    # cause is node 1's.
-    rolled_back(group, {"rank_error": {"phase": "load_weights", "rank": 8, "error": "cuda_oom"}})
+    # cause is node 1's. Rank 0's node has a stop hook of its admins' (its old ranks serve the
+    # group's store 4 s into their stop): every node stops before any starts, or node 1, stopped
+    # at once, would start and join the old group, and die with it (a child_died in init_parallel).
+    with stop_hook(face):
+        rolled_back(group, {"rank_error": {"phase": "load_weights", "rank": 8, "error": "cuda_oom"}})
     assert report(peer)["cause"] == "cuda_oom", report(peer)["diagnosis"]
     assert report(face)["cause"] == "group_node_failed", report(face)["diagnosis"]
     assert "server group grp_a: ctg1 (rank 1) rolled back (cuda_oom)" in report(face)["diagnosis"]
@@ -176,17 +182,30 @@ def variant(host) -> str:
     return host.run(["head", "-2", "/etc/systemd/system/sglang.service"]).stdout.split("# variant ")[1].split(",")[0]
 
 
+@contextlib.contextmanager
+def stop_hook(host, seconds=4):
+    """A drop-in of the host's own admins: each stop of the service first runs a hook (here, one
+    that takes `seconds`), as a deregistration from a load balancer or a monitor does."""
+    host.put(STOP_HOOK, "[Service]\nExecStop=/bin/sleep %d\n" % seconds)
+    host.run(["systemctl", "daemon-reload"])
+    try:
+        yield
+    finally:
+        host.run(["rm", "-f", STOP_HOOK])
+        host.run(["systemctl", "daemon-reload"])
+
+
 def rolled_back(group, faults):
     """DDTree with `faults` on node 1: both nodes roll back to NEXTN, healthy."""
     face, peer = group["hosts"]
-    peer.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
+    peer.put(FAULTS, json.dumps(dict(faults, only_algorithm="DDTREE")))
     try:
         # (An 8 s stall floor: the starts are meant to stall, and the test need not wait 15 s; no
         # speed baseline: the starts fail before a speed is measured.)
         proc = run(group, "deploy_ddtree", sglang_check_fit=False, sglang_retry_rolled_back=True,
                    sglang_service_health_stall=8, sglang_perf_gate={"enabled": False})
     finally:
-        peer.put("/etc/inferops-lab/faults.json", "{}")
+        peer.put(FAULTS, "{}")
     outcomes = [report(h)["outcome"] for h in (face, peer)]
     assert proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (outcomes, proc.stdout[-4000:])
     assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
