@@ -9,12 +9,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
-import json
 import time
 
 from ansible.errors import AnsibleActionFail
-from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, guard
+from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
 
 GUARD_MODULE = "inferops.sglang.sglang_guard"
@@ -55,7 +53,7 @@ class ActionModule(DecisionAction):
             # A gate or a task may have failed because the host was gone past the guard's deadline
             # (frozen, unreachable): the guard restored the known-good then, so whatever the gates
             # saw after the thaw was that restore, and the guard's act is how the switch ended.
-            fired = self.guard_fired(args["state_dir"], the_plan["config_id"], task_vars)
+            fired = self.guard_fired(args, the_plan["config_id"], task_vars)
             if fired:
                 ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=fired))
         # (A try's switch stays pending: what brings the known-good back after it is the tune, or the guard.)
@@ -81,25 +79,14 @@ class ActionModule(DecisionAction):
         word = deploy_plan.node_word(args["server_group"], ended, args["variant"], time.time(), run.get("link"))
         return {"changed": False, "word": word, "ansible_facts": {"sglang_node_outcome": word}}
 
-    def guard_fired(self, state_dir, config_id, task_vars, poll=1.0):
-        """The guard's result when it already acted on this switch, read without touching it
-        (the rollback still needs it armed). A guard run restoring it now is waited for: what
-        failed then (a restart job its stop canceled) is its doing, and its result says how it ended."""
-        started = time.time()
-        while True:
-            pending, result = [self.read_json("%s/%s" % (state_dir.rstrip("/"), name), task_vars)
-                               for name in (guard.PENDING, guard.RESULT)]
-            if not guard.acting_on(config_id, pending, result) or time.time() - started > guard.acting_bound(pending):
-                return guard.fired_on(config_id, pending, result)
-            time.sleep(poll)
-
-    def read_json(self, path, task_vars):
-        """A JSON file of the host, or None when it is missing or unreadable."""
-        answer = self.call("ansible.builtin.slurp", {"src": path}, task_vars)
-        try:
-            return json.loads(base64.b64decode(answer["content"]))
-        except (KeyError, TypeError, ValueError):
-            return None
+    def guard_fired(self, args, config_id, task_vars):
+        """The guard's result when it already acted on this switch, read without touching it (the
+        rollback still needs it armed). sglang_guard reads it under the guard's lock: a guard run
+        restoring this switch now is waited for, since what failed then (a restart job its stop
+        canceled) is its doing, and its result says how it ended."""
+        answer = self.call(GUARD_MODULE, {"state": "read", "unit": args["unit"], "state_dir": args["state_dir"],
+                                          "config_id": config_id}, task_vars)
+        return answer.get("fired")
 
     def run_facts(self, args):
         """What the gates saw, in deploy_plan.outcome's words."""

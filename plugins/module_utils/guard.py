@@ -147,22 +147,6 @@ def fired_on(config_id, pending, result):
     return result if (result.get("pending") or {}).get("config_id") == config_id else None
 
 
-def acting_on(config_id, pending, result):
-    """Whether a guard run is restoring the switch `config_id` now: it said so as it began (RESULT
-    names this very arm) and the switch is still pending. A task of the deploy that failed then
-    (the restart's job canceled by the guard's stop) failed because of it."""
-    if not (pending and config_id):
-        return False
-    acted = (result or {}).get("pending") or {}
-    return acted.get("config_id") == config_id and acted.get("armed_at") == pending.get("armed_at")
-
-
-def acting_bound(pending):
-    """How long a guard run restoring `pending` may take (its start, its settle and the wait for the
-    failed server's GPU memory), with a margin: past it, the run is dead and systemd runs it again."""
-    return sum(float(pending.get(key) or 0) for key in ("timeout", "settle", "leftovers_timeout")) + 60.0
-
-
 def acted_on_failure(result):
     """The guard restored because the new server failed (not because nobody confirmed it)."""
     return bool(result) and result.get("reason") == FOLLOW

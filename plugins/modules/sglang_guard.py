@@ -37,6 +37,9 @@ description:
   - Arming again moves the deadline (the rollback re-arms for its own restore); it keeps the
     pending switch's start time. A rollback's arm when the guard already restored this switch arms nothing and
     returns RV(fired).
+  - O(state=read) changes nothing - it says whether the guard already acted on the switch O(config_id)
+    (RV(fired)), read under the guard's lock, so a guard run restoring that switch now is waited for and its
+    result is read once it ended.
 author:
   - inferops maintainers (@inferops)
 options:
@@ -45,8 +48,10 @@ options:
       - V(armed) records the switch as pending and arms the guard; V(disarmed) confirms it.
       - V(said) marks what the guard did on its own (C(guard.json), its time O(said_time)) as said by a deploy's
         report, so that no later one repeats it; it is kept as C(guard.json.prev).
+      - V(read) only reads what the guard did on the switch O(config_id) (RV(fired)), once no guard run holds its
+        lock.
     type: str
-    choices: [armed, disarmed, said]
+    choices: [armed, disarmed, said, read]
     required: true
   said_time:
     description: The time of the guard's result a report said (the deploy plan's C(guard_time)).
@@ -165,11 +170,18 @@ EXAMPLES = r"""
   inferops.sglang.sglang_guard:
     state: disarmed
     config_id: "{{ plan.config_id }}"
+
+- name: Read whether the host's guard already restored the known-good over this switch
+  inferops.sglang.sglang_guard:
+    state: read
+    config_id: "{{ plan.config_id }}"
+  register: guard_read
 """
 
 RETURN = r"""
 pending:
-  description: The pending switch as recorded on the host (armed), or the one cleared (disarmed); null when none.
+  description: The pending switch as recorded on the host (armed, read), or the one cleared (disarmed); null when
+    none.
   returned: always
   type: dict
 deadline_at:
@@ -179,7 +191,7 @@ deadline_at:
   sample: "2026-12-03 12:04:31 UTC"
 fired:
   description:
-    - What the guard did when it already acted on this switch (disarmed, or a rollback's arm) - it restored the
+    - What the guard did when it already acted on this switch (disarmed, read, or a rollback's arm) - it restored the
       known-good before the deploy confirmed or took the failure over; null when it did not. The caller decides
       what that means for its outcome.
   returned: always
@@ -360,6 +372,17 @@ def disarm(module, params):
     return dict(changed=True, pending=pending, fired=None, said=None)
 
 
+def read(module, params):
+    """What the guard did on the switch, read under its lock: a guard run holding it may be restoring
+    this very switch, and its result is only whole once it ended."""
+    if not os.path.isdir(params["state_dir"]):
+        return dict(changed=False, pending=None, fired=None, said=None)
+    with guard.Locked(params["state_dir"]):
+        pending = guard.read_pending(params["state_dir"])
+        fired = guard.fired_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
+    return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
+
+
 def mark_said(module, params):
     """The guard's result (its time `said_time`) is said: moved aside, so that no later report repeats it."""
     path = os.path.join(params["state_dir"], guard.RESULT)
@@ -375,7 +398,7 @@ def mark_said(module, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", required=True, choices=["armed", "disarmed", "said"]),
+            state=dict(type="str", required=True, choices=["armed", "disarmed", "said", "read"]),
             said_time=dict(type="float"),
             unit=dict(type="str", default="sglang.service"),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
@@ -397,17 +420,18 @@ def main():
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
         ),
-        required_if=[["state", "armed", ["deadline", "config_id"]], ["state", "said", ["said_time"]]],
+        required_if=[["state", "armed", ["deadline", "config_id"]], ["state", "said", ["said_time"]],
+                     ["state", "read", ["config_id"]]],
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
     problem = input_problem(params) if params["state"] == "armed" else None
     if problem:
         module.fail_json(msg="%s guard: %s; nothing was changed" % (params["unit"], problem), elapsed=0.0)
-    if not os.path.isdir(params["state_dir"]) and not module.check_mode:
+    if not os.path.isdir(params["state_dir"]) and not module.check_mode and params["state"] != "read":
         module.fail_json(msg="%s does not exist: the deploy creates the state folders before it arms the guard"
                              % params["state_dir"], elapsed=0.0)
-    result = {"armed": arm, "disarmed": disarm, "said": mark_said}[params["state"]](module, params)
+    result = {"armed": arm, "disarmed": disarm, "said": mark_said, "read": read}[params["state"]](module, params)
     module.exit_json(elapsed=round(time.monotonic() - started, 3), **result)
 
 

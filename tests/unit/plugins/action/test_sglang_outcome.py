@@ -1,16 +1,15 @@
 """sglang_outcome's action plugin before a rollback of a guarded switch (a task failed past the
-restart, a gate failed, the variant was slow): it reads the host's guard files (never disarms
-the guard: the rollback still needs it) and says guard_acted_first when the guard already
-restored the known-good, else the gate's cause or task_failed."""
+restart, a gate failed, the variant was slow): it reads what the host's guard did
+(sglang_guard state=read, which never disarms it: the rollback still needs it) and says
+guard_acted_first when the guard already restored the known-good, else the gate's cause or
+task_failed."""
 from __future__ import annotations
 
-import base64
-import json
 from unittest.mock import MagicMock
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.action.sglang_outcome import ActionModule
+from ansible_collections.inferops.sglang.plugins.action.sglang_outcome import GUARD_MODULE, ActionModule
 
 PLAN = {"converged": False, "stop": None, "config_id": "c0ffee", "perf_gate": {}}
 ARGS = {"plan": PLAN, "variant": "ddtree", "version": "0.5.23", "release": "/opt/sglang/releases/r",
@@ -21,38 +20,38 @@ ACTED = {"pending": {"config_id": "c0ffee", "variant": "ddtree"}, "why": "the co
          "time": 1796300040.0, "restored": "nextn", "healthy": True, "seconds": 4.2}
 
 
-def slurped(files):
-    """ansible.builtin.slurp's answers for the host's files {path: data}; a missing one fails."""
+def plugin(answer):
+    """The action plugin, its module calls answered by `answer(module, module_args, task_vars)`."""
+    task = MagicMock(args={}, async_val=0, check_mode=False, diff=False)
+    action = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
+                          shared_loader_obj=None)
+    action.call = MagicMock(side_effect=answer)
+    return action
+
+
+def guard_read(fired):
+    """sglang_guard's answer to state=read: what the guard did on this switch (`fired`), or None."""
     def answer(module, module_args, task_vars):
-        assert module == "ansible.builtin.slurp", "only reads: %s %s" % (module, module_args)
-        data = files.get(module_args["src"])
-        if data is None:
-            return {"failed": True, "msg": "file not found: %s" % module_args["src"]}
-        return {"content": base64.b64encode(json.dumps(data).encode()).decode()}
+        assert (module, module_args["state"], module_args["config_id"]) == (GUARD_MODULE, "read", "c0ffee"), \
+            "only reads: %s %s" % (module, module_args)
+        return {"changed": False, "fired": fired, "pending": None}
     return answer
 
 
-def decide(files, **over):
-    task = MagicMock(args={}, async_val=0, check_mode=False, diff=False)
-    plugin = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
-                          shared_loader_obj=None)
-    plugin.call = MagicMock(side_effect=slurped(files))
-    return plugin.decide(dict(ARGS, **over), {}), plugin.call
+def decide(fired, **over):
+    action = plugin(guard_read(fired))
+    return action.decide(dict(ARGS, **over), {}), action.call
 
 
-@pytest.mark.parametrize("files, cause, rollback", [
-    ({"/etc/sglang/pending.json": {"config_id": "c0ffee"}}, "task_failed", True),
-    ({}, "task_failed", True),
-    ({"/etc/sglang/guard.json": dict(ACTED, pending={"config_id": "earlier"})}, "task_failed", True),
-    ({"/etc/sglang/guard.json": ACTED}, "guard_acted_first", False),
-], ids=["the guard still waits: rolled back", "no guard files: rolled back",
-        "the guard acted on an earlier switch: rolled back", "the guard acted on this switch: undone, no rollback"])
-def test_a_task_failed_after_the_restart(files, cause, rollback):
-    got, call = decide(files)
+@pytest.mark.parametrize("fired, cause, rollback", [
+    (None, "task_failed", True),
+    (ACTED, "guard_acted_first", False),
+], ids=["the guard did not act on this switch: rolled back", "the guard acted on this switch: undone, no rollback"])
+def test_a_task_failed_after_the_restart(fired, cause, rollback):
+    got, call = decide(fired)
     assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == ("rolled_back", cause, rollback, False)
     assert got["confirmed"] is None and not got["changed"]
-    assert sorted(c.args[1]["src"] for c in call.call_args_list) == ["/etc/sglang/guard.json",
-                                                                     "/etc/sglang/pending.json"]
+    assert call.call_count == 1
 
 
 GATES = {
@@ -66,25 +65,22 @@ GATES = {
 
 
 @pytest.mark.parametrize("gate", sorted(GATES))
-@pytest.mark.parametrize("files, acted", [
-    ({}, False),
-    ({"/etc/sglang/guard.json": ACTED}, True),
-], ids=["the guard did not act", "the guard acted on this switch (frozen past its deadline)"])
-def test_a_failed_gate_of_a_guarded_switch(gate, files, acted):
+@pytest.mark.parametrize("fired", [None, ACTED],
+                         ids=["the guard did not act", "the guard acted on this switch (frozen past its deadline)"])
+def test_a_failed_gate_of_a_guarded_switch(gate, fired):
     """What the gates saw after the guard restored the known-good was that restore: the
     switch ended by the guard, not by the gate (the lab's paused host showed it)."""
-    got, call = decide(files, **GATES[gate])
+    got, call = decide(fired, **GATES[gate])
+    acted = fired is not None
     if acted:
         assert (got["cause"], got["rollback"], got["remember"]) == ("guard_acted_first", False, False)
     else:
         assert got["cause"] != "guard_acted_first" and got["rollback"] and got["remember"], got
-    assert got["outcome"] == "rolled_back"
-    assert sorted(c.args[1]["src"] for c in call.call_args_list) == ["/etc/sglang/guard.json",
-                                                                     "/etc/sglang/pending.json"]
+    assert got["outcome"] == "rolled_back" and call.call_count == 1
 
 
 def test_an_unguarded_failed_gate_reads_nothing_of_the_guard():
-    got, call = decide({}, guard=None, **GATES["health gate failed"])
+    got, call = decide(None, guard=None, **GATES["health gate failed"])
     assert (got["outcome"], got["cause"], got["remember"]) == ("rolled_back", "kv_pool_oom", True)
     assert not call.called
 
@@ -93,7 +89,7 @@ def test_the_host_that_restored_a_failed_new_server_leaves_the_rollback_to_the_h
     """The host's follower restored a new server that failed (its grace ran out before this run
     took it over): the gate's cause, remembered, and a rollback whose arm says the host did it."""
     by_host = dict(ACTED, reason="follow", why="DDTREE failed (...), and no controller took it over within 15 s")
-    got, _call = decide({"/etc/sglang/guard.json": by_host}, **GATES["health gate failed"])
+    got, _call = decide(by_host, **GATES["health gate failed"])
     assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == (
         "rolled_back", "kv_pool_oom", True, True)
 
@@ -101,39 +97,7 @@ def test_the_host_that_restored_a_failed_new_server_leaves_the_rollback_to_the_h
 @pytest.mark.parametrize("trial, confirmed, recorded", [(False, True, True), (True, False, False)],
                          ids=["a deploy: confirmed and recorded", "a try: neither (the known-good comes back after it)"])
 def test_a_passing_try_is_neither_confirmed_nor_recorded(trial, confirmed, recorded):
-    task = MagicMock(args={}, async_val=0, check_mode=False, diff=False)
-    plugin = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
-                          shared_loader_obj=None)
-    plugin.call = MagicMock(return_value={"changed": True, "fired": None})
-    got = plugin.decide(dict(ARGS, failure="", gate={"state": "healthy", "elapsed": 3.0}, trial=trial), {})
+    action = plugin(lambda *_args: {"changed": True, "fired": None})
+    got = action.decide(dict(ARGS, failure="", gate={"state": "healthy", "elapsed": 3.0}, trial=trial), {})
     assert got["outcome"] == "deployed"
-    assert plugin.call.called is confirmed and got["record_deployed"] is recorded
-
-
-def test_a_task_failed_while_the_guard_restored_waits_for_the_guard_and_is_its_doing(monkeypatch):
-    """The host frozen past the deadline, then thawed: its guard stops the new server to restore
-    the known-good, which cancels the deploy's restart job (the task fails). The guard's result,
-    written as it began, names this arm while the switch is still pending: the outcome waits for
-    the guard to end, then says the guard acted first (not task_failed) and rolls nothing back."""
-    arm = {"config_id": "c0ffee", "variant": "ddtree", "armed_at": 1796300000.0, "timeout": 20, "settle": 3}
-    began = dict(ACTED, pending=arm, healthy=False, restored=None, error="the guard's run did not finish")
-    reads = [{"/etc/sglang/pending.json": arm, "/etc/sglang/guard.json": began}] * 2 + \
-        [{"/etc/sglang/guard.json": dict(ACTED, pending=arm)}]
-    files = {}
-    slept = []
-    monkeypatch.setattr("time.sleep", slept.append)
-
-    def answer(module, module_args, task_vars):
-        if module_args["src"].endswith("pending.json"):
-            files.clear()
-            files.update(reads.pop(0) if reads else {})
-        return slurped(files)(module, module_args, task_vars)
-    task = MagicMock(args={}, async_val=0, check_mode=False, diff=False)
-    plugin = ActionModule(task, MagicMock(), MagicMock(check_mode=False), loader=None, templar=None,
-                          shared_loader_obj=None)
-    plugin.call = MagicMock(side_effect=answer)
-    got = plugin.decide(dict(ARGS, failure="Unable to restart service sglang.service: Job for sglang.service canceled."),
-                        {})
-    assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == (
-        "rolled_back", "guard_acted_first", False, False), got
-    assert len(slept) == 2 and not reads, "read again each second until the guard's run ended"
+    assert action.call.called is confirmed and got["record_deployed"] is recorded

@@ -193,27 +193,6 @@ def test_fired_on_says_whether_the_guard_already_acted_on_this_switch(pending, r
     assert guard.fired_on("", pending, result) is None
 
 
-ARM = {"config_id": "abc", "armed_at": 100.0}
-
-
-@pytest.mark.parametrize("pending, result, acting", [
-    (ARM, {"pending": ARM, "error": "the guard's run did not finish"}, True),
-    (ARM, {"pending": dict(ARM, armed_at=50.0)}, False),
-    (ARM, {"pending": dict(ARM, config_id="old")}, False),
-    (None, {"pending": ARM, "healthy": True}, False),
-    (ARM, None, False),
-], ids=["it began restoring this arm", "its result is of an earlier arm of the same configuration",
-        "its result is of another switch", "it is done (nothing pending)", "it never acted"])
-def test_acting_on_says_whether_a_guard_run_restores_this_switch_now(pending, result, acting):
-    assert guard.acting_on("abc", pending, result) is acting
-    assert guard.acting_on("", pending, result) is False
-
-
-def test_a_guard_run_is_waited_for_no_longer_than_its_restore_can_take():
-    assert guard.acting_bound({"timeout": 20, "settle": 3, "leftovers_timeout": 30}) == 113.0
-    assert guard.acting_bound({}) == 60.0
-
-
 RESTORED = {"why": "DDTREE failed (...), and no controller took it over within 15 s", "time": T0 + 31,
             "restored": "nextn", "healthy": True, "seconds": 7.5}
 

@@ -1,13 +1,16 @@
 """sglang_guard's pending record, as a table: what a first arm records (the unit's invocation at
 the arm, the lock's run, the gateway the worker was drained from and when), and what a
-rollback's re-arm of the same switch keeps."""
+rollback's re-arm of the same switch keeps; and its read of what the guard did on a switch,
+under the guard's lock."""
 from __future__ import annotations
 
 import json
+import threading
 from unittest.mock import MagicMock
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils import guard
 from ansible_collections.inferops.sglang.plugins.modules import sglang_guard
 
 T0 = 1796300000.0
@@ -53,3 +56,52 @@ def test_pending_record(tmp_path, earlier, over, expected):
 def test_inputs_out_of_range_are_refused_before_anything_is_written(over, problem):
     said = sglang_guard.input_problem(dict(PARAMS, **over))
     assert (said or "").startswith(problem or "") and (said is None) is (problem is None)
+
+
+ARM = {"config_id": "c0ffee", "armed_at": T0}
+ACTED = {"pending": ARM, "reason": "deadline", "why": "the controller did not confirm DDTREE by its deadline",
+         "restored": "nextn", "healthy": True, "time": T0 + 40}
+
+
+def read(state_dir):
+    return sglang_guard.read(MagicMock(check_mode=False), dict(PARAMS, state_dir=str(state_dir)))
+
+
+@pytest.mark.parametrize("files, fired", [
+    ({"guard.json": ACTED}, True),
+    ({"pending.json": ARM, "guard.json": dict(ACTED, healthy=False, error="the guard's run did not finish")}, False),
+    ({"guard.json": dict(ACTED, pending=dict(ARM, config_id="earlier"))}, False),
+    ({"pending.json": ARM}, False),
+], ids=["it restored this switch", "its run on this switch did not finish", "it acted on an earlier switch",
+        "it has not acted"])
+def test_read_says_whether_the_guard_acted_on_this_switch_and_changes_nothing(tmp_path, files, fired):
+    for name, data in files.items():
+        (tmp_path / name).write_text(json.dumps(data))
+    got = read(tmp_path)
+    assert (got["fired"] is not None, got["changed"]) == (fired, False), got
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(list(files) + ["guard.lock"])
+
+
+def test_read_waits_for_a_guard_run_that_restores_the_switch_and_reads_how_it_ended(tmp_path):
+    """A guard run holds its lock from its decision to its end; what it said as it began (the
+    switch still pending) is not how it ended."""
+    (tmp_path / "pending.json").write_text(json.dumps(ARM))
+    (tmp_path / "guard.json").write_text(json.dumps(dict(ACTED, healthy=False, error="the guard's run did not finish")))
+    holding, answer = threading.Event(), {}
+
+    def guard_run():
+        with guard.Locked(str(tmp_path)):
+            holding.set()
+            reader.start()
+            reader.join(0.3)
+            assert reader.is_alive() and not answer, "the read waits on the lock: %s" % answer
+            (tmp_path / "guard.json").write_text(json.dumps(ACTED))
+            (tmp_path / "pending.json").unlink()
+    reader = threading.Thread(target=lambda: answer.update(read(tmp_path)))
+    guard_run()
+    reader.join(10)
+    assert holding.is_set() and answer["fired"] == ACTED and answer["pending"] is None, answer
+
+
+def test_read_on_a_host_the_deploy_has_not_prepared_finds_nothing(tmp_path):
+    assert read(tmp_path / "none") == dict(changed=False, pending=None, fired=None, said=None)
