@@ -69,6 +69,27 @@ STATE = "/etc/sglang/"
 CRASH_FILE = "/etc/inferops-lab/crash-now"
 
 
+def pending(host) -> bool:
+    """A switch is pending on the host (its guard armed)."""
+    return host.run(["cat", STATE + "pending.json"], check=False).returncode == 0
+
+
+def guard_result(host):
+    """What the host's guard last did (guard.json; written as a restore begins, and again as it ends), or None."""
+    out = host.run(["cat", STATE + "guard.json"], check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def wait_for_the_guard(host, timeout):
+    """The host's guard ended the switch (its result said, nothing pending); returns its result, or
+    fails with what the host says of its guard."""
+    try:
+        host.wait_for(lambda: guard_result(host) is not None and not pending(host), timeout, 0.5, "the guard's result")
+    except AssertionError as exc:
+        raise AssertionError("%s\n%s" % (exc, guard_evidence(host))) from None
+    return guard_result(host)
+
+
 def guard_evidence(host):
     """What the host says of its guard and its service, for a row whose guard did not act in time."""
     out = host.run("cat %spending.json; systemctl list-timers --all --no-pager 'sglang-guard*'; "

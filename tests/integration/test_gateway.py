@@ -20,7 +20,7 @@ from tests.integration.ansible_run import (
     BIN, LAB_INVENTORY, REPO, _env, kill_run, run_module, run_playbook, ssh_vars_inventory,
 )
 from tests.integration.deploying import (
-    CRASH_FILE, crash_after_the_kill, guard_evidence, invocation, report, reset_service)
+    CRASH_FILE, crash_after_the_kill, invocation, report, reset_service, wait_for_the_guard)
 from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory
 from tests.integration.labhost import REPORTS, LabHost, labctl
 
@@ -70,10 +70,6 @@ class Background:
     def kill(self):
         kill_run(self.proc.pid)
         self.proc.wait()
-
-
-def guard_ended(host):
-    return host.run("test -e /etc/sglang/guard.json -a ! -e /etc/sglang/pending.json", check=False).returncode == 0
 
 
 def start_through(fleet, inventory, playbook, limit, **extra):
@@ -159,13 +155,9 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
                        "the health gate")
         killed.kill()
         crash_after_the_kill(ct200)
-        try:
-            ct200.wait_for(lambda: guard_ended(ct200), 120, 0.5, "the host's guard")
-        except AssertionError as exc:
-            raise AssertionError("%s\n%s" % (exc, guard_evidence(ct200))) from None
+        result = wait_for_the_guard(ct200, 120)
     finally:
         killed.kill()
         ct200.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
-    result = json.loads(ct200.run(["cat", "/etc/sglang/guard.json"]).stdout)
     assert result["healthy"] and result["rejoined"] == "http://%s:30000" % fleet["addresses"]["ct200"], result
     ct200.wait_for(lambda: all_ready(fleet["gateway"], 3), 60, 0.5, "the worker back in rotation")

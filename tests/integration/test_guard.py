@@ -18,14 +18,17 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
+import warnings
 
 import pytest
 
 from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, kill_run, run_playbook
 from tests.integration.deploying import (
-    CRASH_FILE, STATE, UNIT, crash_after_the_kill, deploy, guard_evidence, healthy, invocation, report, reset_service)
+    CRASH_FILE, STATE, UNIT, crash_after_the_kill, deploy, guard_evidence, guard_result, healthy, invocation, pending,
+    report, reset_service, wait_for_the_guard)
 from tests.integration.labhost import podman
 
 pytestmark = pytest.mark.xdist_group("guard")
@@ -66,9 +69,18 @@ def slow_ddtree(host):
     host.put("/etc/inferops-lab/faults.json", json.dumps({"slow_start_s": 600, "only_algorithm": "DDTREE"}))
 
 
+# ansible-playbook as its own entry point runs it, with Python's faulthandler on SIGUSR1: each
+# thread's stack, for a run that does not end when it should.
+LAUNCH = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+          "sys.argv[0] = %r; from ansible.cli.playbook import main; sys.exit(main())" % str(BIN / "ansible-playbook"))
+# A Ctrl-C ends ansible-playbook in about a second; past this, the row says where it was and presses
+# Ctrl-C again, as its user would (ansible-core's second SIGINT ends the controller at once).
+AGAIN_AFTER_S = 30
+
+
 def start_deploy(host, playbook="deploy_ddtree", **extra):
     """A playbook (deploy_ddtree.yml) in the background; its output lines gather in proc.lines as they come."""
-    cmd = [str(BIN / "ansible-playbook"), "-i", LAB_INVENTORY, "playbooks/%s.yml" % playbook, "-l", host.name,
+    cmd = [sys.executable, "-c", LAUNCH, "-i", LAB_INVENTORY, "playbooks/%s.yml" % playbook, "-l", host.name,
            "-e", json.dumps(dict(GUARDED, **extra))]
     proc = subprocess.Popen(cmd, cwd=REPO, env=_env({"ANSIBLE_STDOUT_CALLBACK": "default"}),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -85,12 +97,35 @@ def interrupted(host, when, interrupt, playbook="deploy_ddtree", **extra):
     try:
         host.wait_for(lambda: when(host, proc), GUARD_WAIT_S, 0.2, "the moment to interrupt the deploy")
         interrupt(proc)
+        if interrupt is sigint:
+            ctrl_c_again_if_it_goes_on(proc)
         proc.wait(timeout=GUARD_WAIT_S)
         proc.reader.join(timeout=GUARD_WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
     return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(proc.lines))
+
+
+def ctrl_c_again_if_it_goes_on(proc):
+    """A Ctrl-C that did not end the run (seen in two full make test runs, never in a row run alone):
+    its stacks, said as a warning in the test summary, then a second Ctrl-C."""
+    try:
+        proc.wait(timeout=AGAIN_AFTER_S)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    seen = len(proc.lines)
+    proc.send_signal(signal.SIGUSR1)
+
+    def stacks_said():
+        return any(line.startswith(("Thread 0x", "Current thread 0x")) for line in proc.lines[seen:])
+    deadline = time.monotonic() + 10
+    while not stacks_said() and time.monotonic() < deadline:
+        proc.reader.join(0.1)
+    warnings.warn("ansible-playbook went on %d s after a Ctrl-C; a second one was sent. Its last lines and its "
+                  "stacks:\n%s" % (AGAIN_AFTER_S, "".join(proc.lines[max(0, seen - 15):])))
+    proc.send_signal(signal.SIGINT)
 
 
 def interrupted_after_the_restart(host, interrupt, playbook="deploy_ddtree", **extra):
@@ -110,28 +145,13 @@ def sigint(proc):
     proc.send_signal(signal.SIGINT)
 
 
-def pending(host):
-    return host.run(["cat", STATE + "pending.json"], check=False).returncode == 0
-
-
 def restarted_into_ddtree(host):
     return pending(host) and "DDTREE" in host.run(["cat", UNIT]).stdout and \
         host.show("sglang.service", "ActiveState")["ActiveState"] in ("active", "activating")
 
 
-def guard_result(host):
-    out = host.run(["cat", STATE + "guard.json"], check=False)
-    return json.loads(out.stdout) if out.returncode == 0 else None
-
-
 def assert_restored_by_the_guard(host, reason, kg_unit):
-    try:
-        # (guard.json is written as the restore begins too: the switch ends when pending.json goes.)
-        host.wait_for(lambda: guard_result(host) is not None and not pending(host), GUARD_WAIT_S, 0.5,
-                      "the guard's result")
-    except AssertionError as exc:
-        raise AssertionError("%s\n%s" % (exc, guard_evidence(host))) from None
-    result = guard_result(host)
+    result = wait_for_the_guard(host, GUARD_WAIT_S)
     assert (result["reason"], result["restored"], result["healthy"]) == (reason, "nextn", True), result
     assert not pending(host), "the switch is no longer pending"
     assert "NEXTN" in host.run(["cat", UNIT]).stdout and healthy(host)
@@ -182,20 +202,28 @@ REPLACED_WITHIN_S = 90
 SLOW_RELEASE_S = 25
 
 
-@pytest.mark.parametrize("when, interrupt, faults, clock", [
-    (at_task("Start the health gate"), kill_controller, CRASHES, PRODUCTION_CLOCK),
-    (at_task("Gate on health"), kill_controller, CRASHES_AFTER_THE_KILL, GATE_WAITS),
-    ("restarted", kill_controller, CRASHES, PRODUCTION_CLOCK),
-    (at_task("Gate on health"), sigint, CRASHES_AFTER_THE_KILL, GATE_WAITS),
-    (at_task("Gate on health"), kill_controller, dict(CRASHES_AFTER_THE_KILL, gpu_release_lag_s=SLOW_RELEASE_S),
-     GATE_WAITS),
+# The failure of each row: DDTREE crashes as it starts (at_once: its failure is timed from the
+# kill), or once the controller is dead (its failure is timed from the row's order to crash).
+AT_ONCE, AFTER_THE_KILL = "at once", "after the kill"
+FAILURES = {AT_ONCE: (CRASHES, PRODUCTION_CLOCK), AFTER_THE_KILL: (CRASHES_AFTER_THE_KILL, GATE_WAITS)}
+
+
+@pytest.mark.parametrize("when, interrupt, crash, slow_release", [
+    (at_task("Start the health gate"), kill_controller, AT_ONCE, False),
+    (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, False),
+    ("restarted", kill_controller, AT_ONCE, False),
+    (at_task("Gate on health"), sigint, AFTER_THE_KILL, False),
+    (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, True),
 ], ids=["killed after the restart, before the gate began", "killed while the gate waits",
         "killed as DDTREE starts", "ctrl-c while the gate waits",
         "killed, and the failed server's GPU memory comes back slowly"])
-def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_kill(nextn, when, interrupt, faults,
-                                                                                    clock):
+def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_kill(nextn, when, interrupt, crash,
+                                                                                    slow_release):
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
+    faults, clock = FAILURES[crash]
+    if slow_release:
+        faults = dict(faults, gpu_release_lag_s=SLOW_RELEASE_S)
     host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
     killed, before = [], invocation(host)
 
@@ -208,15 +236,14 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
         killed.append(time.time())
         interrupt(proc)
     interrupted(host, when, at_the_kill, **clock)
-    # (Its failure came after the kill, or when the row told it to.)
-    failed_at = crash_after_the_kill(host) if "crash_when_file" in faults else killed[0]
+    failed_at = crash_after_the_kill(host) if crash == AFTER_THE_KILL else killed[0]
     assert_restored_by_the_guard(host, "follow", kg_unit)
     result = guard_result(host)
     back = result["time"] + result["seconds"] - failed_at
     print("\nthe kill and the failure -> the known-good healthy again: %.1f s (%s)" % (back, result["why"]))
     assert back < REPLACED_WITHIN_S, result
     # The known-good started once, into free GPUs: the failed server's memory was waited for.
-    waited = result["leftovers_waited"] >= 1.0 if faults.get("gpu_release_lag_s") else True
+    waited = result["leftovers_waited"] >= 1.0 if slow_release else True
     assert result["attempts"] == 1 and waited, result
     assert result["lock_released"] is True and host.run("test -e /run/inferops-sglang/deploy.lock",
                                                         check=False).returncode == 1, "the lock is free"
