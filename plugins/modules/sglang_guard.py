@@ -315,6 +315,13 @@ def pending_record(module, params, now, earlier):
     }
 
 
+def pending_and_fired(params):
+    """The pending switch, and the guard's result when it already acted on the switch config_id
+    (guard.fired_on). The caller holds the guard's lock."""
+    pending = guard.read_pending(params["state_dir"])
+    return pending, guard.fired_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
+
+
 def arm(module, params):
     now = time.time()
     deadline = now + params["deadline"]
@@ -323,8 +330,7 @@ def arm(module, params):
                     fired=None, said=None,
                     msg="would arm the guard of %s until %s (check mode)" % (params["unit"], guard.clock(deadline)))
     with guard.Locked(params["state_dir"]):
-        earlier = guard.read_pending(params["state_dir"])
-        fired = guard.fired_on(params["config_id"], earlier, guard.read_result(params["state_dir"]))
+        earlier, fired = pending_and_fired(params)
         if params["phase"] == "rollback" and fired:
             # The host restored this switch by itself before the rollback took it over: nothing to arm.
             return dict(changed=False, pending=None, deadline_at=None, fired=fired, said=guard.said(fired),
@@ -360,8 +366,7 @@ def disarm(module, params):
         return dict(changed=pending is not None, pending=pending, fired=None, said=None)
     # Read under the guard's lock: a guard run that holds it may be restoring this very switch.
     with guard.Locked(params["state_dir"]):
-        pending = guard.read_pending(params["state_dir"])
-        fired = guard.fired_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
+        pending, fired = pending_and_fired(params)
         if fired or pending is None:
             return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
         timer, _service, boot = guard.guard_units(params["unit"])
@@ -378,8 +383,7 @@ def read(module, params):
     if not os.path.isdir(params["state_dir"]):
         return dict(changed=False, pending=None, fired=None, said=None)
     with guard.Locked(params["state_dir"]):
-        pending = guard.read_pending(params["state_dir"])
-        fired = guard.fired_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
+        pending, fired = pending_and_fired(params)
     return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
 
 
