@@ -15,6 +15,7 @@ __metaclass__ = type
 import socket
 
 from ansible.plugins.action import ActionBase
+from ansible_collections.inferops.sglang.plugins.module_utils import guard
 from ansible_collections.inferops.sglang.plugins.plugin_utils.run import run_id, run_owner
 
 MODULE = "inferops.sglang.deploy_lock"
@@ -39,9 +40,13 @@ class ActionModule(ActionBase):
         holder = answer.get("held_by")
         if answer.get("failed") and holder:
             dead = holder_is_dead(holder)
-            if dead and args.get("break_stale"):
+            # (A run that went away after it handed its restore to the host: its switch is over.)
+            ended = answer.get("ended_by_guard")
+            if dead and (args.get("break_stale") or ended):
                 answer = self._execute_module(MODULE, module_args=dict(args, force=True), task_vars=task_vars)
                 answer["stale_reason"] = "its ansible-playbook process %s is gone" % holder.get("pid")
+                if ended:
+                    answer["stale_reason"] += "; the host's guard ended its switch: %s" % guard.said(ended)
             else:
                 answer["msg"] = describe(task_vars.get("inventory_hostname"), holder, answer.get("age"), dead,
                                          args.get("break_stale"))

@@ -43,6 +43,7 @@ import sys
 import time
 
 from ansible_collections.inferops.sglang.plugins.module_utils import host_state
+from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
 from ansible_collections.inferops.sglang.plugins.module_utils.gpu_leftovers import describe_leftovers, leftovers
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import (
     process_title, process_unit, unit_processes,
@@ -66,11 +67,15 @@ VERDICT = "verdict.json"
 LIB_DIR = "/usr/local/lib/inferops-sglang/guard"
 # The module_utils the guard's program imports on the host (pure, standard library only).
 PROGRAM_MODULES = ("guard.py", "host_state.py", "systemd_state.py", "host_processes.py", "nvidia_smi.py",
-                   "gpu_leftovers.py")
+                   "gpu_leftovers.py", "adoption.py")
 # What the guard's run decides, by name.
 IDLE, WAIT, RESTORE = "idle", "wait", "restore"
-# Why it runs: its timer (the deadline), a boot, or the follower (a failure it saw).
-DEADLINE, BOOT, FOLLOW = "deadline", "boot", "follow"
+# Why it runs: its timer (the deadline), a boot, or the follower (a failure it saw). A restore the
+# controller handed over (phase RESTORE: its rollback) is ROLLBACK, whichever of them runs it.
+DEADLINE, BOOT, FOLLOW, ROLLBACK = "deadline", "boot", "follow", "rollback"
+# The phase of a switch whose rollback the controller handed to the host: restore at once (the
+# follower; the timer fires this many seconds later at most, a backstop).
+RESTORE_PHASE, RESTORE_BACKSTOP = "restore", 5.0
 # Seconds a failure waits for a controller to take it over, when the arm names none; the most allowed.
 GRACE, GRACE_MAX = 15.0, 15.0
 # A known-good that does not come up is started again after these pauses (seconds), then given up, and said.
@@ -122,6 +127,9 @@ def decide(pending, reason, now, failing=None):
     if not pending:
         return IDLE, "no switch is pending: the deploy confirmed it or rolled it back"
     variant, phase = pending.get("variant", "?").upper(), pending.get("phase", "gate")
+    if phase == RESTORE_PHASE:
+        return RESTORE, "the controller rolled %s back%s and handed its restore to the host" % (
+            variant, " (%s)" % pending["cause"] if pending.get("cause") else "")
     if reason == BOOT:
         return RESTORE, "the host restarted during %s's %s" % (variant, phase)
     deadline = float(pending.get("deadline") or 0)
@@ -138,13 +146,51 @@ def decide(pending, reason, now, failing=None):
         variant, failing["why"], short_clock(float(failing["since"]) + grace))
 
 
-def fired_on(config_id, pending, result):
-    """The guard's result when it already acted on the switch `config_id` (nothing pending any
-    more), else None. `pending` and `result`: the state folder's PENDING and RESULT, or None."""
+def ended_on(config_id, pending, result):
+    """The guard's result when the switch `config_id` ended by its run (nothing pending any more),
+    whether on its own or as the controller's handed-over restore, else None. `pending` and
+    `result`: the state folder's PENDING and RESULT, or None."""
     if pending or not config_id:
         return None
     result = result or {}
     return result if (result.get("pending") or {}).get("config_id") == config_id else None
+
+
+def fired_on(config_id, pending, result):
+    """The guard's result when it acted on the switch `config_id` on its own (not a restore the
+    controller handed it), else None."""
+    ended = ended_on(config_id, pending, result)
+    return ended if ended and ended.get("reason") != ROLLBACK else None
+
+
+def as_rollback(result):
+    """The guard's restore in the shape of the rollback's result (diagnosis.rollback_result and
+    deploy_diagnosis): the known-good's gate, its name, and what the failed unit left behind."""
+    healthy = bool(result.get("healthy"))
+    gate = {"state": "healthy" if healthy else "failed", "elapsed": result.get("seconds", 0.0)}
+    if not healthy:
+        gate.update(cause="restore_failed", hint=result.get("error"))
+    waited = float(result.get("leftovers_waited") or 0.0)
+    leftovers = {"released": not result.get("leftovers"), "msg": result.get("leftovers"), "waited": waited >= 0.5,
+                 "elapsed": waited}
+    rollback = {"restored": True, "gate": gate, "known_good": result.get("known_good"), "leftovers": leftovers}
+    # (Said as sglang_gateway says it: the report reads the rejoin's msg, whoever made it.)
+    if result.get("rejoined"):
+        rollback["rejoined"] = {"changed": True, "msg": "%s: back in rotation (put back by the host's guard)"
+                                % result["rejoined"]}
+    elif result.get("rejoin_error"):
+        rollback["rejoined"] = {"changed": False, "msg": "the host's guard could not put it back: %s"
+                                % result["rejoin_error"]}
+    return rollback
+
+
+def unfinished_rollback(unit, waited):
+    """The rollback's result when the host's restore did not end within the wait (as_rollback's shape)."""
+    stem = guard_units(unit)[1][:-len(".service")]
+    return {"restored": True, "known_good": "the known-good", "leftovers": {},
+            "gate": {"state": "unfinished", "elapsed": waited, "cause": "restore_unfinished",
+                     "hint": "the host's guard still restores it after %.0f s: journalctl -u '%s*' says how far it is; "
+                             "playbooks/status.yml says when it ends" % (waited, stem)}}
 
 
 def acted_on_failure(result):
@@ -167,13 +213,14 @@ def said(result):
     if not result:
         return None
     tries = " after %d tries" % result["attempts"] if result.get("attempts", 1) > 1 else ""
+    alone = "" if result.get("reason") == ROLLBACK else " by itself"
     if result.get("healthy"):
-        return ("%s at %s; the host restored %s by itself, healthy in %.1f s%s%s"
+        return ("%s at %s; the host restored %s%s, healthy in %.1f s%s%s"
                 % (result["why"], short_clock(result["time"]), result.get("restored", "the known-good").upper(),
-                   result.get("seconds", 0.0), tries, rotation_said(result)))
-    return ("%s at %s; the host tried to restore %s by itself%s and it is NOT healthy: %s"
+                   alone, result.get("seconds", 0.0), tries, rotation_said(result)))
+    return ("%s at %s; the host tried to restore %s%s%s and it is NOT healthy: %s"
             % (result["why"], short_clock(result["time"]), (result.get("restored") or "the known-good").upper(),
-               tries, result.get("error") or "see journalctl -u %s" % result.get("unit", "sglang.service")))
+               alone, tries, result.get("error") or "see journalctl -u %s" % result.get("unit", "sglang.service")))
 
 
 def timer_text(unit, deadline):
@@ -337,7 +384,9 @@ def start_known_good(state_dir, pending, record, said):
     left = wait_released(unit, float(pending.get("leftovers_timeout", 60)), int(pending.get("tolerance_mib", 1024)))
     said["leftovers_waited"] = round(said.get("leftovers_waited", 0.0) + time.monotonic() - began, 1)
     if left:
+        said["leftovers"] = left
         return False, left, target
+    said.pop("leftovers", None)
     if adopted:
         systemctl("disable", unit)
     systemctl("reset-failed", target)
@@ -350,9 +399,10 @@ def start_known_good(state_dir, pending, record, said):
 
 def never_switched(pending, status):
     """The unit still runs the invocation it ran when the guard was armed, and serves: the
-    restart never happened (the controller went away before it)."""
+    restart never happened (the controller went away before it). A restore the controller handed
+    over always restarts: what runs is what it rolls back (rollback.yml's, too)."""
     return bool(pending.get("invocation")) and status["invocation_id"] == pending["invocation"] and \
-        status["active_state"] == "active"
+        status["active_state"] == "active" and pending.get("phase") != RESTORE_PHASE
 
 
 def restore(state_dir, pending, sleep=time.sleep):
@@ -362,9 +412,14 @@ def restore(state_dir, pending, sleep=time.sleep):
     unit = pending["unit"]
     problem = host_state.known_good_problem(state_dir, unit)
     folder = host_state.known_good_dir(state_dir)
+    if folder is None and pending.get("phase") == RESTORE_PHASE:
+        # The controller's rollback of a first deploy: the failed server stops rather than crash-loops.
+        systemctl("stop", unit)
+        return {"restored": None, "known_good": None, "healthy": False, "unit": unit, "attempts": 0,
+                "error": "no known-good service existed; %s is stopped" % unit}
     if problem or folder is None:
         # Nothing better to run than what runs: it is left as it is, and said.
-        return {"restored": None, "healthy": False, "unit": unit, "attempts": 0,
+        return {"restored": None, "known_good": None, "healthy": False, "unit": unit, "attempts": 0,
                 "error": "the known-good is %s; %s was left running" % (problem or "missing", unit)}
     record = host_state.read_json(os.path.join(folder, host_state.META))
     entries = host_state.restore_entries(pending["unit_dir"], unit, state_dir, int(pending["gid"]), record)
@@ -373,7 +428,7 @@ def restore(state_dir, pending, sleep=time.sleep):
     record, _changed = host_state.restore_known_good(state_dir, targets)
     systemctl("daemon-reload")
     name = ((record or {}).get("adopted") or {}).get("unit") or (record or {}).get("variant") or "known-good"
-    url, said = known_good_url(record, pending), {"attempts": 0}
+    url, said = known_good_url(record, pending), {"attempts": 0, "known_good": display_name(record)}
     if never_switched(pending, read_unit(unit)) and not (record or {}).get("adopted") and \
             healthy(url, api_key(state_dir), 5.0):
         ok, error, target = True, None, unit
@@ -462,13 +517,16 @@ def act(state_dir, reason, failing=None, now=None):
         action, why = decide(pending, reason, time.time() if now is None else now, failing)
         if action != RESTORE:
             return "inferops.sglang guard (%s): %s; nothing to do" % (reason, why)
+        # (A handed-over restore is the controller's rollback, whoever of the guard's units runs it.)
+        reason = ROLLBACK if pending.get("phase") == RESTORE_PHASE else reason
         result = {"time": time.time(), "why": why, "reason": reason, "pending": pending, "healthy": False,
                   "restored": None, "unit": pending.get("unit"), "error": "the guard's run did not finish"}
         # Said before the restore begins: a run that dies midway leaves its trace, and systemd runs it again.
         write_json(os.path.join(state_dir, RESULT), result)
         result.update(restore(state_dir, pending))
         result.update(back_in_rotation(state_dir, pending, result))
-        result["lock_released"] = release_deploy_lock(pending)
+        # (The controller that handed its restore over releases its own lock, once it read the result.)
+        result["lock_released"] = reason != ROLLBACK and release_deploy_lock(pending)
         if reason == FOLLOW:
             remember_failure(state_dir, pending, failing)
         write_json(os.path.join(state_dir, RESULT), result)

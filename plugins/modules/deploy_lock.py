@@ -52,6 +52,13 @@ options:
     description: Break a lock the action plugin found stale. A live lock is never broken.
     type: bool
     default: false
+  guard_state_dir:
+    description:
+      - The state folder of the host's guard (M(inferops.sglang.sglang_guard)'s
+        O(inferops.sglang.sglang_guard#module:state_dir)). A lock whose holder handed its switch's restore to the
+        host and then went away is said with what the guard did (RV(ended_by_guard)); the action plugin breaks it
+        without O(break_stale) once it knows the holder's process is gone - the switch that lock protected is over.
+    type: path
 attributes:
   check_mode:
     support: full
@@ -93,6 +100,11 @@ would_break:
   description: In check mode, whether a real run would break another run's (stale) lock.
   returned: in check mode
   type: bool
+ended_by_guard:
+  description: What the host's guard did to end the switch of the lock's holder (its C(guard.json)), when it ended
+    it and nothing is pending any more; null otherwise.
+  returned: when another run holds the lock and O(guard_state_dir) is given
+  type: dict
 last_released:
   description:
     - When a run last released this host's lock (the host's clock, epoch seconds); null when
@@ -125,6 +137,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.sglang.plugins.module_utils import guard
 
 
 def read_lock(path):
@@ -161,6 +174,17 @@ def mark_released(path):
         fh.write("%.6f\n" % time.time())
 
 
+def ended_by_guard(state_dir, holder):
+    """The guard's result when it ended the switch of the lock's holder (guard.ended_on: nothing
+    pending any more), else None."""
+    if not state_dir or not holder.get("run_id") or not os.path.isdir(state_dir):
+        return None
+    result = guard.read_result(state_dir) or {}
+    if ((result.get("pending") or {}).get("lock") or {}).get("run_id") != holder["run_id"]:
+        return None
+    return guard.ended_on(result["pending"].get("config_id"), guard.read_pending(state_dir), result)
+
+
 def check_only(module, path, owner, done):
     """Check mode: read the lock, write nothing (a check run must leave the host as it was)."""
     holder = read_lock(path) if os.path.exists(path) else None
@@ -169,7 +193,8 @@ def check_only(module, path, owner, done):
     age = time.time() - float(holder.get("taken") or 0)
     if module.params["force"] or (module.params["break_stale"] and age > module.params["max_age"]):
         done(broken=False, would_break=True, held_by=holder, age=round(age, 1), last_released=last_released(path))
-    module.fail_json(msg="locked by another deploy", held_by=holder, age=round(age, 1), broken=False, elapsed=0.0)
+    module.fail_json(msg="locked by another deploy", held_by=holder, age=round(age, 1), broken=False, elapsed=0.0,
+                     ended_by_guard=ended_by_guard(module.params["guard_state_dir"], holder))
 
 
 def main():
@@ -181,6 +206,7 @@ def main():
             force=dict(type="bool", default=False),
             max_age=dict(type="int", default=7200),
             break_stale=dict(type="bool", default=False),
+            guard_state_dir=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -214,6 +240,7 @@ def main():
         write_lock(path, owner, exclusive=False)
         done(broken=True, held_by=holder, age=round(age, 1), last_released=time.time())
     module.fail_json(msg="locked by another deploy", held_by=holder, age=round(age, 1), broken=False,
+                     ended_by_guard=ended_by_guard(module.params["guard_state_dir"], holder),
                      elapsed=round(time.monotonic() - started, 3))
 
 

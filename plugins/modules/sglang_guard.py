@@ -40,6 +40,11 @@ description:
   - O(state=read) changes nothing - it says whether the guard already acted on the switch O(config_id)
     (RV(fired)), read under the guard's lock, so a guard run restoring that switch now is waited for and its
     result is read once it ended.
+  - The rollback is the guard's restore too - O(phase=restore) hands it to the host (the rollback's own arm), whose
+    follower starts it at once and finishes it whether the controller stays or goes; O(state=read) with O(wait)
+    then waits for it and returns its result as the rollback's (RV(ended), RV(rollback)). One restore, one meaning
+    of healthy, for the deploy's handler, C(playbooks/rollback.yml) and the host alone. The handed-over restore
+    leaves the deploy lock to its controller, which releases it once it read the result.
 author:
   - inferops maintainers (@inferops)
 options:
@@ -48,8 +53,8 @@ options:
       - V(armed) records the switch as pending and arms the guard; V(disarmed) confirms it.
       - V(said) marks what the guard did on its own (C(guard.json), its time O(said_time)) as said by a deploy's
         report, so that no later one repeats it; it is kept as C(guard.json.prev).
-      - V(read) only reads what the guard did on the switch O(config_id) (RV(fired)), once no guard run holds its
-        lock.
+      - V(read) only reads what the guard did on the switch O(config_id) (RV(fired), RV(ended)), once no guard run
+        holds its lock; with O(wait), once the switch is not pending any more.
     type: str
     choices: [armed, disarmed, said, read]
     required: true
@@ -82,10 +87,23 @@ options:
     description: The switched variant, for the guard's messages.
     type: str
   phase:
-    description: What the deploy does until the deadline, for the guard's messages.
+    description:
+      - What the deploy does until the deadline, for the guard's messages. V(rollback) takes a failure over from
+        the guard (the controller rolls back).
+      - V(restore) hands the rollback's restore to the host - the guard restores the known-good now (always
+        restarting it; a first deploy's failed server is stopped), and the task returns at once. Its timer is then
+        a backstop that fires within 5 s (or O(deadline), if shorter), should the follower not run it.
     type: str
-    choices: [gate, rollback]
+    choices: [gate, rollback, restore]
     default: gate
+  cause:
+    description: Why the controller rolls back (O(phase=restore)), for the guard's messages.
+    type: str
+  wait:
+    description: Seconds O(state=read) waits at most for the pending switch O(config_id) to end (a restore handed
+      to the host). 0 reads at once.
+    type: float
+    default: 0
   timeout:
     description: How long the guard waits for the restored known-good to answer 200.
     type: float
@@ -176,6 +194,24 @@ EXAMPLES = r"""
     state: read
     config_id: "{{ plan.config_id }}"
   register: guard_read
+
+- name: Roll back - hand the restore to the host
+  inferops.sglang.sglang_guard:
+    state: armed
+    phase: restore
+    deadline: 5
+    config_id: "{{ plan.config_id }}"
+    variant: ddtree
+    cause: cuda_oom
+
+- name: Wait for the host's restore (it goes on if this run goes away)
+  inferops.sglang.sglang_guard:
+    state: read
+    wait: 1900
+    config_id: "{{ plan.config_id }}"
+  async: 3600
+  poll: 5
+  register: restore_read
 """
 
 RETURN = r"""
@@ -195,6 +231,17 @@ fired:
       known-good before the deploy confirmed or took the failure over; null when it did not. The caller decides
       what that means for its outcome.
   returned: always
+  type: dict
+ended:
+  description: The guard's result when the switch O(config_id) ended by its run - on its own (RV(fired)) or as the
+    restore the controller handed it; null otherwise.
+  returned: when read
+  type: dict
+rollback:
+  description: RV(ended) in the shape of the rollback's result - C(gate) (C(state) V(healthy) or V(failed),
+    C(elapsed), C(cause), C(hint)), C(known_good) (its name; null when none existed), C(leftovers) (C(released),
+    C(waited), C(elapsed), C(msg)); null when nothing ended.
+  returned: when read
   type: dict
 said:
   description: The guard's result in one sentence, when it acted.
@@ -287,6 +334,13 @@ def input_problem(params):
     return None
 
 
+def deadline_in(params):
+    """Seconds from the arm to its timer; a restore handed over runs now (its timer a backstop)."""
+    if params["phase"] == guard.RESTORE_PHASE:
+        return min(params["deadline"], guard.RESTORE_BACKSTOP)
+    return params["deadline"]
+
+
 def pending_record(module, params, now, earlier):
     try:
         gid = grp.getgrnam(params["group"]).gr_gid
@@ -302,8 +356,9 @@ def pending_record(module, params, now, earlier):
     kept = earlier if earlier and earlier.get("config_id") == params["config_id"] else {}
     return {
         "config_id": params["config_id"], "variant": params["variant"], "phase": params["phase"],
+        "cause": params.get("cause"),
         "started": kept.get("started", now), "armed_at": now,
-        "deadline": now + params["deadline"], "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
+        "deadline": now + deadline_in(params), "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
         # What the unit ran at the arm: the follower judges only a start after it.
         "invocation": kept.get("invocation") if kept else unit_status(parse_show(out))["invocation_id"],
         "timeout": params["timeout"], "settle": params["settle"], "grace": params["grace"],
@@ -322,20 +377,38 @@ def pending_and_fired(params):
     return pending, guard.fired_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
 
 
+def handed_over(params):
+    """The pending switch config_id when its restore is handed to the host already (phase restore):
+    the guard's run restoring it holds the lock until it ends, so this is read without it (the
+    file is replaced whole). None otherwise."""
+    pending = guard.read_pending(params["state_dir"]) if os.path.isdir(params["state_dir"]) else None
+    if pending and pending.get("config_id") == params["config_id"] and pending.get("phase") == guard.RESTORE_PHASE:
+        return pending
+    return None
+
+
 def arm(module, params):
     now = time.time()
-    deadline = now + params["deadline"]
+    deadline = now + deadline_in(params)
     if module.check_mode:
         return dict(changed=True, pending=pending_record(module, params, now, None), deadline_at=guard.clock(deadline),
                     fired=None, said=None,
                     msg="would arm the guard of %s until %s (check mode)" % (params["unit"], guard.clock(deadline)))
+    handed = handed_over(params) if params["phase"] != "gate" else None
+    if handed:
+        # (The failed gate handed it over: the guard restores it now; the rollback's read waits for it.)
+        return dict(changed=False, pending=handed, deadline_at=guard.clock(float(handed["deadline"])), fired=None,
+                    said=None, msg="%s: the host's guard restores the known-good (handed over at %s)"
+                    % (params["unit"], guard.short_clock(float(handed["armed_at"]))))
     with guard.Locked(params["state_dir"]):
         earlier, fired = pending_and_fired(params)
-        if params["phase"] == "rollback" and fired:
-            # The host restored this switch by itself before the rollback took it over: nothing to arm.
-            return dict(changed=False, pending=None, deadline_at=None, fired=fired, said=guard.said(fired),
+        ended = guard.ended_on(params["config_id"], earlier, guard.read_result(params["state_dir"]))
+        if params["phase"] != "gate" and ended:
+            # The host restored this switch before the rollback took it over (fired), or the restore
+            # handed over earlier (the failed gate's) ended: nothing to arm.
+            return dict(changed=False, pending=None, deadline_at=None, fired=fired, said=guard.said(ended),
                         msg="%s: the host's guard already restored the known-good: %s" % (
-                            params["unit"], guard.said(fired)))
+                            params["unit"], guard.said(ended)))
         pending = pending_record(module, params, now, earlier)
         write_program(False)
         write_units(params, deadline, False)
@@ -351,6 +424,10 @@ def arm(module, params):
         run(module, "enable", boot)
         run(module, "restart", timer)
         run(module, "restart", guard.follower_unit(params["unit"]))
+    if params["phase"] == guard.RESTORE_PHASE:
+        return dict(changed=True, pending=pending, deadline_at=guard.clock(deadline), fired=None, said=None,
+                    msg="%s: the host's guard restores the known-good now (the rollback of %s handed to it)"
+                        % (params["unit"], (params["variant"] or "the switch").upper()))
     return dict(changed=True, pending=pending, deadline_at=guard.clock(deadline), fired=None, said=None,
                 msg="%s: the host restores the known-good by itself if the new server fails and no controller "
                     "takes it over within %.0f s, or unless this deploy confirms %s by %s"
@@ -379,12 +456,31 @@ def disarm(module, params):
 
 def read(module, params):
     """What the guard did on the switch, read under its lock: a guard run holding it may be restoring
-    this very switch, and its result is only whole once it ended."""
+    this very switch, and its result is only whole once it ended. With `wait`, read again until
+    the switch is not pending any more (a handed-over restore's follower takes the lock soon)."""
     if not os.path.isdir(params["state_dir"]):
-        return dict(changed=False, pending=None, fired=None, said=None)
-    with guard.Locked(params["state_dir"]):
-        pending, fired = pending_and_fired(params)
-    return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
+        return dict(changed=False, pending=None, fired=None, ended=None, rollback=None, said=None)
+    handed = handed_over(params) if params["wait"] <= 0 else None
+    if handed:
+        # (Its controller handed it over, so the guard did not act on its own: nothing to wait for.)
+        return dict(changed=False, pending=handed, fired=None, ended=None, rollback=None, said=None)
+    until, pause = time.monotonic() + params["wait"], 0.2
+    while True:
+        with guard.Locked(params["state_dir"]):
+            pending, fired = pending_and_fired(params)
+            ended = guard.ended_on(params["config_id"], pending, guard.read_result(params["state_dir"]))
+        mine = (pending or {}).get("config_id") == params["config_id"]
+        if not mine or time.monotonic() >= until or module.check_mode:
+            break
+        time.sleep(pause)
+        pause = min(pause * 1.5, 1.0)
+    if ended:
+        rollback = guard.as_rollback(ended)
+    else:
+        rollback = guard.unfinished_rollback(params["unit"], params["wait"]) if mine and params["wait"] > 0 and \
+            not module.check_mode else None
+    return dict(changed=False, pending=pending, fired=fired, ended=ended, rollback=rollback,
+                said=guard.said(ended) if ended else None)
 
 
 def mark_said(module, params):
@@ -411,7 +507,9 @@ def main():
             deadline=dict(type="float"),
             config_id=dict(type="str"),
             variant=dict(type="str"),
-            phase=dict(type="str", default="gate", choices=["gate", "rollback"]),
+            phase=dict(type="str", default="gate", choices=["gate", "rollback", "restore"]),
+            cause=dict(type="str"),
+            wait=dict(type="float", default=0.0),
             timeout=dict(type="float", default=600.0),
             settle=dict(type="float", default=0.0),
             grace=dict(type="float", default=guard.GRACE),

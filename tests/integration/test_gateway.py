@@ -106,7 +106,8 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
     back, skipped, kept = report(ct129), report(ct130), report(ct200)
     assert back["outcome"] == "rolled_back" and back["cause"] == "kv_pool_oom", back["diagnosis"]
     assert proc.returncode != 0, "the canary's rollback fails the run once the other classes are done"
-    assert back["gateway"]["rejoined"]["msg"].endswith("back in rotation"), back["gateway"]
+    # (Put back by the host's guard, whose restore the rollback is.)
+    assert "back in rotation" in back["gateway"]["rejoined"]["msg"], back["gateway"]
     assert (skipped["outcome"], skipped["cause"]) == ("skipped", "class canary rolled back (kv_pool_oom)"), skipped
     assert invocation(ct130) == untouched and "gateway" not in skipped, "never drained, never restarted"
     assert kept["outcome"] == "deployed" and kept["perf"]["ratio"] >= 1.0, kept["diagnosis"]
@@ -121,7 +122,7 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
     # is the DFLASH it ran before DDTree.
     with Load(fleet["gateway"]) as load:
         proc = deploy_through(fleet, "gateway", "rollback", "ct200")
-    assert proc.returncode == 0 and "Put the worker back into the gateway's rotation" in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:]
     assert load.failed == 0, (load.sent, load.failed, load.errors[:3])
     assert "# variant dflash," in ct200.run(["cat", "/etc/systemd/system/sglang.service"]).stdout
     assert all_ready(fleet["gateway"], 3)

@@ -24,9 +24,14 @@ PENDING = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "started
     (dict(PENDING, phase="rollback"), "deadline", T0 + 900, guard.RESTORE,
      "the controller did not confirm DDTREE's rollback by its deadline 2026-12-03 12:18:50 UTC"),
     (PENDING, "boot", T0 + 10, guard.RESTORE, "the host restarted during DDTREE's gate"),
+    (dict(PENDING, phase="restore", cause="cuda_oom"), "follow", T0 + 10, guard.RESTORE,
+     "the controller rolled DDTREE back (cuda_oom) and handed its restore to the host"),
+    (dict(PENDING, phase="restore"), "deadline", T0 + 1, guard.RESTORE,
+     "the controller rolled DDTREE back and handed its restore to the host"),
 ], ids=["nothing pending at the deadline", "nothing pending at boot", "a timer before the deadline waits",
         "the deadline passed: restore", "within the timer's accuracy: restore", "during a rollback",
-        "a boot with a switch pending restores at once"])
+        "a boot with a switch pending restores at once", "a handed-over restore: the follower runs it at once",
+        "a handed-over restore: the timer's backstop too"])
 def test_decide(pending, reason, now, action, why):
     assert guard.decide(pending, reason, now) == (action, why)
 
@@ -41,7 +46,11 @@ def test_decide(pending, reason, now, action, why):
       "error": "sglang.service failed while it started (journalctl -u sglang.service)"},
      "the host restarted during DDTREE's gate at 12:14:00; the host tried to restore NEXTN by itself and it is NOT "
      "healthy: sglang.service failed while it started (journalctl -u sglang.service)"),
-], ids=["never acted", "restored, healthy", "restored, not healthy"])
+    ({"why": "the controller rolled DDTREE back (cuda_oom) and handed its restore to the host", "time": T0 + 40,
+      "restored": "nextn", "healthy": True, "seconds": 6.02, "reason": "rollback"},
+     "the controller rolled DDTREE back (cuda_oom) and handed its restore to the host at 12:14:00; the host restored "
+     "NEXTN, healthy in 6.0 s"),
+], ids=["never acted", "restored, healthy", "restored, not healthy", "the controller's restore, handed over"])
 def test_said(result, text):
     assert guard.said(result) == text
 
@@ -107,6 +116,8 @@ def test_observe(st, verdict, first_new, seen):
 def test_never_switched(st, kept):
     assert guard.never_switched(ARMED, st) is kept
     assert guard.never_switched(dict(ARMED, invocation=""), st) is False
+    # A restore the controller handed over restarts what runs: it is what the rollback is for.
+    assert guard.never_switched(dict(ARMED, phase="restore"), st) is False
 
 
 def test_the_deploy_lock_of_the_gone_controller_is_released_and_no_other(tmp_path):
@@ -191,6 +202,38 @@ def test_an_older_record_without_hashes_is_checked_for_its_files(tmp_path):
 def test_fired_on_says_whether_the_guard_already_acted_on_this_switch(pending, result, fired):
     assert (guard.fired_on("abc", pending, result) is not None) is fired
     assert guard.fired_on("", pending, result) is None
+    # A restore the controller handed over ended the switch, but the guard did not act on its own.
+    handed = dict(result or {}, reason="rollback")
+    assert guard.fired_on("abc", pending, handed) is None
+    assert (guard.ended_on("abc", pending, handed) is not None) is fired
+
+
+@pytest.mark.parametrize("result, rollback", [
+    ({"healthy": True, "seconds": 6.0, "known_good": "NEXTN", "leftovers_waited": 0.01},
+     {"restored": True, "gate": {"state": "healthy", "elapsed": 6.0}, "known_good": "NEXTN",
+      "leftovers": {"released": True, "msg": None, "waited": False, "elapsed": 0.01}}),
+    ({"healthy": True, "seconds": 31.0, "known_good": "NEXTN", "leftovers_waited": 24.6},
+     {"restored": True, "gate": {"state": "healthy", "elapsed": 31.0}, "known_good": "NEXTN",
+      "leftovers": {"released": True, "msg": None, "waited": True, "elapsed": 24.6}}),
+    ({"healthy": False, "seconds": 90.0, "known_good": "NEXTN", "leftovers_waited": 60.0,
+      "leftovers": "GPU 0 still holds 40000 MiB", "error": "GPU 0 still holds 40000 MiB"},
+     {"restored": True, "gate": {"state": "failed", "elapsed": 90.0, "cause": "restore_failed",
+                                 "hint": "GPU 0 still holds 40000 MiB"}, "known_good": "NEXTN",
+      "leftovers": {"released": False, "msg": "GPU 0 still holds 40000 MiB", "waited": True, "elapsed": 60.0}}),
+    ({"healthy": False, "known_good": None, "error": "no known-good service existed; sglang.service is stopped"},
+     {"restored": True, "gate": {"state": "failed", "elapsed": 0.0, "cause": "restore_failed",
+                                 "hint": "no known-good service existed; sglang.service is stopped"},
+      "known_good": None, "leftovers": {"released": True, "msg": None, "waited": False, "elapsed": 0.0}}),
+], ids=["healthy at once", "healthy after the GPU memory came back", "the GPU memory never came back",
+        "no known-good existed"])
+def test_the_guards_restore_reads_as_the_rollbacks_result(result, rollback):
+    assert guard.as_rollback(result) == rollback
+
+
+def test_a_restore_not_ended_within_the_wait_is_said_unfinished_with_where_to_look():
+    got = guard.unfinished_rollback("sglang.service", 1900.0)
+    assert got["gate"]["state"] == "unfinished" and got["gate"]["cause"] == "restore_unfinished"
+    assert "journalctl -u 'sglang-guard*'" in got["gate"]["hint"] and "1900 s" in got["gate"]["hint"]
 
 
 RESTORED = {"why": "DDTREE failed (...), and no controller took it over within 15 s", "time": T0 + 31,

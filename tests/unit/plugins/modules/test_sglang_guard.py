@@ -16,7 +16,8 @@ from ansible_collections.inferops.sglang.plugins.modules import sglang_guard
 T0 = 1796300000.0
 PARAMS = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "deadline": 330.0, "unit": "sglang.service",
           "unit_dir": "/etc/systemd/system", "group": "root", "timeout": 600.0, "settle": 3.0, "grace": 15.0,
-          "leftovers_timeout": 60.0, "tolerance_mib": 1024, "host": "127.0.0.1", "port": 30000, "gateway": None}
+          "leftovers_timeout": 60.0, "tolerance_mib": 1024, "host": "127.0.0.1", "port": 30000, "gateway": None,
+          "cause": None, "wait": 0.0}
 GATEWAY = {"url": "http://198.18.7.1:38000", "worker_url": "http://198.18.7.2:30000", "api_key": ""}
 
 
@@ -63,8 +64,8 @@ ACTED = {"pending": ARM, "reason": "deadline", "why": "the controller did not co
          "restored": "nextn", "healthy": True, "time": T0 + 40}
 
 
-def read(state_dir):
-    return sglang_guard.read(MagicMock(check_mode=False), dict(PARAMS, state_dir=str(state_dir)))
+def read(state_dir, wait=0.0):
+    return sglang_guard.read(MagicMock(check_mode=False), dict(PARAMS, state_dir=str(state_dir), wait=wait))
 
 
 @pytest.mark.parametrize("files, fired", [
@@ -104,4 +105,46 @@ def test_read_waits_for_a_guard_run_that_restores_the_switch_and_reads_how_it_en
 
 
 def test_read_on_a_host_the_deploy_has_not_prepared_finds_nothing(tmp_path):
-    assert read(tmp_path / "none") == dict(changed=False, pending=None, fired=None, said=None)
+    assert read(tmp_path / "none") == dict(changed=False, pending=None, fired=None, ended=None, rollback=None, said=None)
+
+
+HANDED = dict(ACTED, reason="rollback", why="the controller rolled DDTREE back and handed its restore to the host",
+              known_good="NEXTN", seconds=6.0)
+
+
+def test_a_read_with_wait_returns_the_handed_over_restore_once_it_ended_as_the_rollbacks_result(tmp_path):
+    """The rollback's wait (restore.yml): the switch stays pending until the guard's run that
+    restores it ends; the read then returns its result, not as the guard's act of its own."""
+    (tmp_path / "pending.json").write_text(json.dumps(dict(ARM, phase="restore")))
+
+    def guard_run():
+        with guard.Locked(str(tmp_path)):
+            (tmp_path / "guard.json").write_text(json.dumps(HANDED))
+            (tmp_path / "pending.json").unlink()
+    timer = threading.Timer(0.5, guard_run)
+    timer.start()
+    got = read(tmp_path, wait=30.0)
+    timer.join()
+    assert got["pending"] is None and got["fired"] is None and got["ended"] == HANDED, got
+    assert got["rollback"]["gate"] == {"state": "healthy", "elapsed": 6.0} and got["rollback"]["known_good"] == "NEXTN"
+
+
+def test_a_read_with_wait_says_a_restore_still_under_way_unfinished(tmp_path):
+    (tmp_path / "pending.json").write_text(json.dumps(dict(ARM, phase="restore")))
+    got = read(tmp_path, wait=0.3)
+    assert got["ended"] is None and got["rollback"]["gate"]["state"] == "unfinished", got
+
+
+def test_a_restore_handed_over_is_read_without_waiting_for_the_run_that_restores_it(tmp_path):
+    """The outcome's read, and the handler's arm, of a switch whose restore the failed gate handed
+    to the host: the guard's run holds its lock for the whole restore, and neither waits for it
+    (the rollback's read with wait does); neither says the guard acted on its own."""
+    (tmp_path / "pending.json").write_text(json.dumps(dict(ARM, phase="restore", deadline=T0 + 5)))
+    module = MagicMock(check_mode=False)
+    params = dict(PARAMS, state_dir=str(tmp_path), phase="restore")
+    with guard.Locked(str(tmp_path)):
+        got = sglang_guard.read(module, params)
+        armed = sglang_guard.arm(module, params)
+    assert (got["fired"], got["ended"], got["pending"]["phase"]) == (None, None, "restore"), got
+    assert (armed["changed"], armed["fired"]) == (False, None) and "handed over at" in armed["msg"], armed
+    module.run_command.assert_not_called()
