@@ -385,17 +385,24 @@ def guard_ended(host):
                      "timeout=2)\"", check=False).returncode == 0
 
 
-def killed_mid_gate(host, faults):
+# The moment of the kill: 1 s into the health gate, or the moment the controller handed its
+# rollback's restore to the host (pending.json's phase restore).
+IN_THE_GATE = "test -e /etc/sglang/pending.json && grep -q DDTREE /etc/systemd/system/sglang.service"
+IN_THE_ROLLBACK = "grep -q '\"phase\": \"restore\"' /etc/sglang/pending.json"
+
+
+def killed_mid_gate(host, faults, moment=IN_THE_GATE):
     """One deploy_ddtree.yml on `host` with `faults`, its controller killed 1 s into the health
-    gate: the seconds until NEXTN serves healthy again, to the guard's deadline, and its restore."""
+    gate (or as `moment` says): the seconds until NEXTN serves healthy again, to the guard's
+    deadline, and its restore."""
     host.run("rm -f /etc/sglang/guard.json /run/inferops-sglang/deploy.lock")
     host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
     proc = subprocess.Popen(playbook_cmd("playbooks/deploy_ddtree.yml", [host.name], **GUARD_GATE), cwd=REPO,
                             env=deploy_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    poll(lambda: host.run("test -e /etc/sglang/pending.json && grep -q DDTREE /etc/systemd/system/sglang.service",
-                          check=False).returncode == 0, 300)
-    time.sleep(1)   # into the gate: the scenario, not a wait for a condition
+    poll(lambda: host.run(moment, check=False).returncode == 0, 300)
+    if moment == IN_THE_GATE:
+        time.sleep(1)   # into the gate: the scenario, not a wait for a condition
     killed = time.time()
     kill_run(proc.pid)
     proc.wait()
@@ -404,7 +411,9 @@ def killed_mid_gate(host, faults):
     assert result["healthy"] and result["restored"] == "nextn", result
     host.run("rm -f /etc/inferops-lab/faults.json")
     return {"total": back - killed, "to_deadline": result["pending"]["deadline"] - killed, "restore": result["seconds"],
-            "production_deadline": 1800 + 20 + 300 + (result["pending"]["armed_at"] - killed)}
+            "production_deadline": 1800 + 20 + 300 + (result["pending"]["armed_at"] - killed),
+            # (Before the one restore, a rollback's arm waited for leftovers + health + settle + margin.)
+            "rollback_deadline": 60 + GUARD_GATE["sglang_service_health_timeout"] + 7 + GUARD_GATE["sglang_guard_margin"]}
 
 
 def bench_guard():
@@ -414,9 +423,10 @@ def bench_guard():
     host = LabHost("ct200")
     reset_to_nextn([host])
     out = {}
-    for kind, faults in (("slow", {"slow_start_s": 600, "only_algorithm": "DDTREE"}),
-                         ("fails", {"crash_after_ready_s": 0.2, "only_algorithm": "DDTREE"})):
-        runs = [killed_mid_gate(host, faults) for _rep in range(min(REPS, 3))]
+    crashes = {"crash_after_ready_s": 0.2, "only_algorithm": "DDTREE"}
+    for kind, faults, moment in (("slow", {"slow_start_s": 600, "only_algorithm": "DDTREE"}, IN_THE_GATE),
+                                 ("fails", crashes, IN_THE_GATE), ("rollback", crashes, IN_THE_ROLLBACK)):
+        runs = [killed_mid_gate(host, faults, moment) for _rep in range(min(REPS, 3))]
         out[kind] = {key: statistics.median(r[key] for r in runs) for key in runs[0]} | {
             "max": max(r["total"] for r in runs)}
     return out
@@ -1101,10 +1111,18 @@ def main():
             % (slow["total"], slow["max"], slow["to_deadline"], slow["restore"]))
         rows["guard"].append(
             "| the controller gone, the new server failing: the same kill, DDTREE crashing after ready, to NEXTN "
-            "healthy again, restored by the host's follower after the grace (15 s) | median %.1f s (max %.1f s), "
+            "healthy again, restored by the host: its follower after the grace (15 s), or the restore the controller "
+            "handed it when its gate failed before the kill | median %.1f s (max %.1f s), "
             "%.1f s of it the restore with its settle | before: the guard's deadline, %.1f s here; %.0f s with "
             "production's health timeout 1800 s, settle 20 s, margin 300 s |"
             % (fails["total"], fails["max"], fails["restore"], fails["to_deadline"], fails["production_deadline"]))
+        back = guard["rollback"]
+        rows["guard"].append(
+            "| the controller gone during its rollback: the same DDTREE, SIGKILL of ansible-playbook and its workers "
+            "the moment it handed its failed gate's restore to the host, to NEXTN healthy again | median %.1f s (max "
+            "%.1f s), %.1f s of it the restore with its settle | before (the controller's own restore, guarded by "
+            "its deadline): %.0f s here; 2180 s with production's leftovers wait 60 s, health timeout 1800 s, settle "
+            "20 s, margin 300 s |" % (back["total"], back["max"], back["restore"], back["rollback_deadline"]))
     if started_up:
         sys.path.insert(0, str(REPO / "collections"))
         from ansible_collections.inferops.sglang.plugins.module_utils.startup import describe_timeline

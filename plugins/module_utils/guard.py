@@ -45,6 +45,7 @@ import time
 from ansible_collections.inferops.sglang.plugins.module_utils import host_state
 from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
 from ansible_collections.inferops.sglang.plugins.module_utils.gpu_leftovers import describe_leftovers, leftovers
+from ansible_collections.inferops.sglang.plugins.module_utils.journal import classify_stream, stream_invocation
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import (
     process_title, process_unit, unit_processes,
 )
@@ -67,7 +68,7 @@ VERDICT = "verdict.json"
 LIB_DIR = "/usr/local/lib/inferops-sglang/guard"
 # The module_utils the guard's program imports on the host (pure, standard library only).
 PROGRAM_MODULES = ("guard.py", "host_state.py", "systemd_state.py", "host_processes.py", "nvidia_smi.py",
-                   "gpu_leftovers.py", "adoption.py")
+                   "gpu_leftovers.py", "adoption.py", "journal.py", "sglang_failures.py")
 # What the guard's run decides, by name.
 IDLE, WAIT, RESTORE = "idle", "wait", "restore"
 # Why it runs: its timer (the deadline), a boot, or the follower (a failure it saw). A restore the
@@ -169,7 +170,10 @@ def as_rollback(result):
     healthy = bool(result.get("healthy"))
     gate = {"state": "healthy" if healthy else "failed", "elapsed": result.get("seconds", 0.0)}
     if not healthy:
-        gate.update(cause="restore_failed", hint=result.get("error"))
+        # (The known-good's own journal names the cause when it started and failed, as the gate's would.)
+        named = result.get("diagnosis") or {}
+        gate.update(cause=named.get("cause") or "restore_failed", hint=named.get("hint") or result.get("error"))
+        gate.update((key, named[key]) for key in ("evidence", "phase", "rank") if named.get(key))
     waited = float(result.get("leftovers_waited") or 0.0)
     leftovers = {"released": not result.get("leftovers"), "msg": result.get("leftovers"), "waited": waited >= 0.5,
                  "elapsed": waited}
@@ -201,6 +205,9 @@ def acted_on_failure(result):
 def rotation_said(result):
     if result.get("rejoined"):
         return ", and put it back into the gateway's rotation"
+    if result.get("kept_out"):
+        return (", and left it out of the gateway's rotation, as its controller asked (a tune between its tries): "
+                "the tune, the next deploy or rollback.yml puts it back")
     if result.get("rejoin_error"):
         return (", but it is OUT OF THE GATEWAY'S ROTATION since %s (%s): the next deploy or rollback.yml puts it "
                 "back" % (short_clock(float(result.get("out_of_rotation_since") or result["time"])),
@@ -218,9 +225,11 @@ def said(result):
         return ("%s at %s; the host restored %s%s, healthy in %.1f s%s%s"
                 % (result["why"], short_clock(result["time"]), result.get("restored", "the known-good").upper(),
                    alone, result.get("seconds", 0.0), tries, rotation_said(result)))
-    return ("%s at %s; the host tried to restore %s%s%s and it is NOT healthy: %s"
+    named = (result.get("diagnosis") or {}).get("cause")
+    return ("%s at %s; the host tried to restore %s%s%s and it is NOT healthy: %s%s"
             % (result["why"], short_clock(result["time"]), (result.get("restored") or "the known-good").upper(),
-               alone, tries, result.get("error") or "see journalctl -u %s" % result.get("unit", "sglang.service")))
+               alone, tries, result.get("error") or "see journalctl -u %s" % result.get("unit", "sglang.service"),
+               " (cause %s)" % named if named else ""))
 
 
 def timer_text(unit, deadline):
@@ -384,7 +393,7 @@ def start_known_good(state_dir, pending, record, said):
     left = wait_released(unit, float(pending.get("leftovers_timeout", 60)), int(pending.get("tolerance_mib", 1024)))
     said["leftovers_waited"] = round(said.get("leftovers_waited", 0.0) + time.monotonic() - began, 1)
     if left:
-        said["leftovers"] = left
+        said["leftovers"], said["diagnosis"] = left, None
         return False, left, target
     said.pop("leftovers", None)
     if adopted:
@@ -394,7 +403,22 @@ def start_known_good(state_dir, pending, record, said):
     systemctl("start", target)
     ok, error = wait_healthy(target, known_good_url(record, pending), api_key(state_dir),
                              float(pending.get("timeout", 600)), float(pending.get("settle", 0)))
+    said["diagnosis"] = None if ok else diagnose(target)
     return ok, error, target
+
+
+def diagnose(unit):
+    """Why the known-good's last start failed, from its whole journal, by the deploy gate's own
+    classifier: {cause, hint, evidence, phase, rank}, or None when systemd names no start."""
+    invocation = read_unit(unit)["invocation_id"]
+    try:
+        found = classify_stream(stream_invocation(invocation, unit=unit), state="failed")
+    except (ValueError, OSError):
+        return None
+    if found["cause"] in (None, "unknown"):
+        return None   # (no signature: the guard's own words say what it saw)
+    return {"cause": found["cause"], "hint": found["hint"], "evidence": found["evidence"][:1],
+            "phase": found["phase"], "rank": found["rank"]}
 
 
 def never_switched(pending, status):
@@ -468,6 +492,9 @@ def back_in_rotation(state_dir, pending, result):
     gateway = pending.get("gateway") or {}
     if not gateway.get("url") or not result.get("healthy"):
         return {}
+    if result.get("reason") == ROLLBACK and pending.get("rejoin") is False:
+        # (Its controller handed the restore over and keeps the worker out: a tune between its tries.)
+        return {"rejoined": None, "kept_out": True, "out_of_rotation_since": gateway.get("drained_at")}
     error = rejoin(gateway, api_key(state_dir))
     if error is None:
         return {"rejoined": gateway["worker_url"]}

@@ -99,6 +99,13 @@ options:
   cause:
     description: Why the controller rolls back (O(phase=restore)), for the guard's messages.
     type: str
+  rejoin:
+    description:
+      - With O(phase=restore) - whether the guard puts the drained worker back behind the gateway once the
+        known-good is healthy. V(false) keeps it out, as its controller asks between a tune's tries (the result
+        says so). A guard that ends a switch by itself, its controller gone, always puts it back.
+    type: bool
+    default: true
   wait:
     description: Seconds O(state=read) waits at most for the pending switch O(config_id) to end (a restore handed
       to the host). 0 reads at once.
@@ -356,7 +363,7 @@ def pending_record(module, params, now, earlier):
     kept = earlier if earlier and earlier.get("config_id") == params["config_id"] else {}
     return {
         "config_id": params["config_id"], "variant": params["variant"], "phase": params["phase"],
-        "cause": params.get("cause"),
+        "cause": params.get("cause"), "rejoin": params.get("rejoin", True),
         "started": kept.get("started", now), "armed_at": now,
         "deadline": now + deadline_in(params), "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
         # What the unit ran at the arm: the follower judges only a start after it.
@@ -509,6 +516,7 @@ def main():
             variant=dict(type="str"),
             phase=dict(type="str", default="gate", choices=["gate", "rollback", "restore"]),
             cause=dict(type="str"),
+            rejoin=dict(type="bool", default=True),
             wait=dict(type="float", default=0.0),
             timeout=dict(type="float", default=600.0),
             settle=dict(type="float", default=0.0),

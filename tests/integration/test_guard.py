@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -319,6 +320,34 @@ def test_rollback_yml_during_the_guards_restore_starts_the_known_good_once(nextn
     assert known_good_starts(host, since) == 1, guard_evidence(host)
 
 
+def test_a_known_good_that_does_not_come_up_is_tried_again_said_with_its_cause_and_brought_back_later(nextn):
+    """DDTREE fails its gate, and so does NEXTN after it (the same broken kernel, every variant:
+    a bad driver, say): the host's restore tries NEXTN three times with its backoff, says each
+    try in the journal, and ends NOT healthy with the known-good's own cause, read from its
+    journal by the gate's classifier. Once the host is mended, rollback.yml brings NEXTN back."""
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
+    host.put("/etc/inferops-lab/faults.json", json.dumps({"crash_after_ready_s": 0.2}))
+    journal = ["journalctl", "-u", FOLLOWER, "-u", "sglang-guard.service", "-o", "cat", "--since",
+               "@%d" % time.time()]
+    failed = deploy("deploy_ddtree", host, **GUARDED)
+    rep = report(host)
+    said = " ".join(rep["diagnosis"].split())
+    assert failed.returncode != 0 and rep["outcome"] == "rolled_back", said
+    assert re.search(r"rolled back to NEXTN: failed( \(after [0-9.]+ s for what sglang.service left behind\))? - "
+                     r"cuda_error: ", said), said
+    result = json.loads(host.run(["cat", STATE + "guard.json.prev"]).stdout)
+    assert (result["reason"], result["healthy"], result["attempts"]) == ("rollback", False, 3), result
+    tries = host.run(journal, check=False).stdout
+    assert "did not come up (try 1)" in tries and "did not come up (try 2)" in tries, tries[-3000:]
+    status = " ".join(run_playbook("playbooks/status.yml", limit=host.name).stdout.split())
+    assert "rolled back to NEXTN: failed" in status and "cuda_error" in status, status[-2000:]
+    host.run("rm -f /etc/inferops-lab/faults.json")
+    back = run_playbook("playbooks/rollback.yml", limit=host.name)
+    assert back.returncode == 0 and "rolled back to NEXTN: healthy in" in back.stdout, back.stdout[-3000:]
+    assert host.run(["cat", UNIT]).stdout == kg_unit and healthy(host)
+
+
 def test_a_tune_killed_after_a_passing_try_never_makes_the_try_the_known_good(nextn):
     """tune.yml killed once its try (DDTREE) passed and before it brought the known-good back:
     the try was never confirmed nor recorded, so the host's guard restores NEXTN at its deadline
@@ -361,6 +390,19 @@ def test_ctrl_c_at_each_phase_after_the_restart_leaves_the_known_good(nextn, fau
     host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
     assert interrupted(host, when, sigint, sglang_service_leftovers_timeout=5).returncode != 0
     assert_restored_by_the_guard(host, reason, kg_unit)
+
+
+def test_killed_after_the_files_and_before_the_restart_the_old_server_keeps_serving_and_gets_its_files_back(nextn):
+    """The controller killed once the switch's files are written and before the restart: NEXTN
+    never stopped serving; at the guard's deadline its files come back and it is not restarted
+    (a reboot before then restores them at boot: the boot row)."""
+    host = nextn
+    kg_unit, before = host.run(["cat", UNIT]).stdout, invocation(host)
+    interrupted(host, at_task("Say in the report that the switch is under way"), kill_controller)
+    assert "DDTREE" in host.run(["cat", UNIT]).stdout and pending(host), "the files were written, the switch pending"
+    assert invocation(host) == before and healthy(host), "the old server serves on"
+    assert_restored_by_the_guard(host, "deadline", kg_unit)
+    assert invocation(host) == before, "never restarted"
 
 
 def test_ctrl_c_after_the_lock_changes_nothing_and_arms_nothing(nextn):

@@ -284,6 +284,10 @@ def test_the_guard_puts_the_drained_worker_back_as_sglang_gateway_does(tmp_path)
         assert failed["rejoin_error"].endswith("answered HTTP 500 to POST /workers")
         assert guard.back_in_rotation(str(tmp_path), pending, {"healthy": False}) == {}, "not behind an unhealthy one"
         assert guard.back_in_rotation(str(tmp_path), {}, {"healthy": True}) == {}
+        # A restore handed over by a controller that keeps the worker out (the tune): no call, and said.
+        kept = guard.back_in_rotation(str(tmp_path), dict(pending, rejoin=False), {"healthy": True, "reason": "rollback"})
+        assert kept == {"rejoined": None, "kept_out": True, "out_of_rotation_since": T0} and len(seen) == 2
+        assert "left it out of the gateway's rotation, as its controller asked" in guard.rotation_said(kept)
     finally:
         server.shutdown()
 
@@ -321,3 +325,29 @@ def test_the_guards_start_of_the_known_good_is_judged_as_the_gate_judges_it(monk
     monkeypatch.setattr(guard, "healthy", lambda url, key, timeout: answers.pop(0) if len(answers) > 1 else answers[0])
     monkeypatch.setattr(guard.time, "sleep", lambda seconds: None)
     assert guard.wait_healthy("sglang.service", "http://h/health", "", 600.0, settle) == result
+
+
+KNOWN_GOOD_OOM = [
+    "[2026-12-06 10:30:50 TP0] Load weight end. type=Qwen3NextForCausalLM, dtype=torch.bfloat16, avail mem=3.10 GB\n",
+    "[2026-12-06 10:30:51 TP0] Scheduler hit an exception: Traceback (most recent call last):\n",
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+    "47.40 GiB of which 1.02 GiB is free.\n",
+]
+
+
+@pytest.mark.parametrize("lines, cause", [
+    (KNOWN_GOOD_OOM, "cuda_oom"),
+    (["[2026-12-06 10:30:50] server_args=ServerArgs(model_path='/models/x')\n"], None),
+], ids=["its journal names the cause", "no signature: the guard's own words stand"])
+def test_a_known_good_that_did_not_come_up_is_diagnosed_by_the_gates_classifier(monkeypatch, lines, cause):
+    monkeypatch.setattr(guard, "read_unit", lambda unit: status("0123456789abcdef0123456789abcdef"))
+    monkeypatch.setattr(guard, "stream_invocation", lambda invocation, unit=None: iter(lines))
+    found = guard.diagnose("sglang.service")
+    assert (found or {}).get("cause") == cause, found
+    result = {"healthy": False, "known_good": "NEXTN", "seconds": 40.0, "diagnosis": found,
+              "error": "sglang.service did not start: unit failed (result exit-code) (journalctl -u sglang.service)"}
+    gate = guard.as_rollback(result)["gate"]
+    assert gate["cause"] == (cause or "restore_failed") and gate["hint"], gate
+    assert ("evidence" in gate) is bool(cause)
+    said = guard.said(dict(result, why="the controller rolled DDTREE back", time=T0, restored="nextn", attempts=3))
+    assert said.endswith(" (cause cuda_oom)" if cause else "(journalctl -u sglang.service)") and "after 3 tries" in said
