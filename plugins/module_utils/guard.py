@@ -45,7 +45,9 @@ import time
 from ansible_collections.inferops.sglang.plugins.module_utils import host_state
 from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
 from ansible_collections.inferops.sglang.plugins.module_utils.gpu_leftovers import describe_leftovers, leftovers
-from ansible_collections.inferops.sglang.plugins.module_utils.journal import classify_stream, stream_invocation
+from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
+    classify_stream, journal_command, stream_invocation,
+)
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import (
     process_title, process_unit, unit_processes,
 )
@@ -168,7 +170,8 @@ def as_rollback(result):
     """The guard's restore in the shape of the rollback's result (diagnosis.rollback_result and
     deploy_diagnosis): the known-good's gate, its name, and what the failed unit left behind."""
     healthy = bool(result.get("healthy"))
-    gate = {"state": "healthy" if healthy else "failed", "elapsed": result.get("seconds", 0.0)}
+    gate = {"state": "healthy" if healthy else "failed", "elapsed": result.get("seconds", 0.0),
+            "unit": result.get("unit")}
     if not healthy:
         # (The known-good's own journal names the cause when it started and failed, as the gate's would.)
         named = result.get("diagnosis") or {}
@@ -186,6 +189,13 @@ def as_rollback(result):
         rollback["rejoined"] = {"changed": False, "msg": "the host's guard could not put it back: %s"
                                 % result["rejoin_error"]}
     return rollback
+
+
+def known_good_name(state_dir):
+    """The known-good's name as the rollback says it (adoption.display_name), or None when none exists."""
+    folder = host_state.known_good_dir(state_dir)
+    record = host_state.read_json(os.path.join(folder, host_state.META)) if folder else None
+    return display_name(record) if isinstance(record, dict) else None
 
 
 def unfinished_rollback(unit, waited):
@@ -247,7 +257,9 @@ def service_text(unit, python, state_dir, reason):
     kind = "simple" if reason == FOLLOW else "oneshot"
     return ("# inferops.sglang: the guard of %s (%s)\n[Unit]\nDescription=inferops.sglang guard of %s (%s)\n"
             "After=network.target\nStartLimitIntervalSec=0\n\n[Service]\nType=%s\nSyslogIdentifier=%s\n"
-            "ExecStart=%s %s/sglang-guard --state-dir %s --reason %s\nRestart=on-failure\nRestartSec=5\n%s"
+            "ExecStart=%s %s/sglang-guard --state-dir %s --reason %s\nRestart=on-failure\nRestartSec=5\n"
+            # (A stop that hangs - seen in a container whose cgroup did not report empty - costs 10 s, not 90.)
+            "TimeoutStopSec=10\n%s"
             % (unit, reason, unit, reason, kind, guard_units(unit)[1][:-len(".service")], python, LIB_DIR,
                state_dir, reason, installed))
 
@@ -329,12 +341,33 @@ def healthy(url, key, timeout):
         conn.close()
 
 
-def wait_healthy(unit, url, key, timeout, settle):
+def last_line_at(invocation):
+    """When the invocation's journal last said anything (epoch seconds), or None."""
+    try:
+        _rc, out, _err = run_command(journal_command(invocation, output="json", lines=1))
+        return int(json.loads(out.strip().splitlines()[-1])["__REALTIME_TIMESTAMP"]) / 1e6
+    except (ValueError, KeyError, IndexError, OSError):
+        return None
+
+
+def quiet_for(began, since, stall):
+    """What a start that has said nothing for longer than `stall` seconds (the gate's stall floor)
+    says, or None: a known-good that cannot meet its ranks (a server group's link cut) fails its
+    try then, not at the health timeout."""
+    if not stall or not began["invocation_id"]:
+        return None
+    quiet = time.time() - max(last_line_at(began["invocation_id"]) or since, since)
+    return "it said nothing for %.0f s (the stall limit, sglang_service_health_stall)" % quiet \
+        if quiet > stall else None
+
+
+def wait_healthy(unit, url, key, timeout, settle, stall=0.0):
     """Poll the known-good's health until it answered 200 and still answers `settle` seconds
     later (as the deploy's gate), its start fails, or `timeout` seconds pass: (healthy, error).
     The start is judged as the gate judges it (systemd_state.judge): a crash that systemd
-    restarts (auto-restart) fails it at once, as a unit left failed does."""
-    start, delay, first = time.monotonic(), 0.2, None
+    restarts (auto-restart) fails it at once, as a unit left failed does; so does a start that
+    says nothing for `stall` seconds before its first 200 (quiet_for)."""
+    start, delay, first, since = time.monotonic(), 0.2, None, time.time()
     began = read_unit(unit)
     while time.monotonic() - start < timeout + settle:
         now = time.monotonic()
@@ -345,7 +378,8 @@ def wait_healthy(unit, url, key, timeout, settle):
         elif first is not None:
             return False, "%s answered 200, then stopped answering within its %.0f s settle" % (url, settle)
         verdict, why = judge(read_unit(unit), began["invocation_id"], began["n_restarts"])
-        if verdict == FAILED:
+        why = why if verdict == FAILED else (quiet_for(began, since, stall) if first is None else None)
+        if why:
             return False, "%s did not start: %s (journalctl -u %s)" % (unit, why, unit)
         if first is None and now - start >= timeout:
             break
@@ -402,7 +436,8 @@ def start_known_good(state_dir, pending, record, said):
     systemctl("enable", target)
     systemctl("start", target)
     ok, error = wait_healthy(target, known_good_url(record, pending), api_key(state_dir),
-                             float(pending.get("timeout", 600)), float(pending.get("settle", 0)))
+                             float(pending.get("timeout", 600)), float(pending.get("settle", 0)),
+                             float(pending.get("stall") or 0))
     said["diagnosis"] = None if ok else diagnose(target)
     return ok, error, target
 

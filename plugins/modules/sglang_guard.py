@@ -99,6 +99,12 @@ options:
   cause:
     description: Why the controller rolls back (O(phase=restore)), for the guard's messages.
     type: str
+  stall:
+    description:
+      - Seconds a start of the known-good may say nothing in its journal before its first 200; the try then fails
+        (a server group's known-good that cannot meet its ranks), and the next one begins. 0 waits for O(timeout).
+    type: float
+    default: 0
   rejoin:
     description:
       - With O(phase=restore) - whether the guard puts the drained worker back behind the gateway once the
@@ -363,7 +369,7 @@ def pending_record(module, params, now, earlier):
     kept = earlier if earlier and earlier.get("config_id") == params["config_id"] else {}
     return {
         "config_id": params["config_id"], "variant": params["variant"], "phase": params["phase"],
-        "cause": params.get("cause"), "rejoin": params.get("rejoin", True),
+        "cause": params.get("cause"), "rejoin": params.get("rejoin", True), "stall": params.get("stall", 0.0),
         "started": kept.get("started", now), "armed_at": now,
         "deadline": now + deadline_in(params), "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
         # What the unit ran at the arm: the follower judges only a start after it.
@@ -430,7 +436,11 @@ def arm(module, params):
         run(module, "daemon-reload")
         run(module, "enable", boot)
         run(module, "restart", timer)
-        run(module, "restart", guard.follower_unit(params["unit"]))
+        # A new switch gets a new follower (it judges only the starts after the arm); a restore
+        # handed over keeps the running one, which takes it up within its poll, or starts one.
+        # (--no-block: the old follower may wait for this very lock to act; it need not end first.)
+        follower = guard.follower_unit(params["unit"])
+        run(module, "start" if params["phase"] == guard.RESTORE_PHASE else "restart", "--no-block", follower)
     if params["phase"] == guard.RESTORE_PHASE:
         return dict(changed=True, pending=pending, deadline_at=guard.clock(deadline), fired=None, said=None,
                     msg="%s: the host's guard restores the known-good now (the rollback of %s handed to it)"
@@ -483,6 +493,9 @@ def read(module, params):
         pause = min(pause * 1.5, 1.0)
     if ended:
         rollback = guard.as_rollback(ended)
+    elif module.check_mode:
+        # (What a real run would restore: the check says it by name.)
+        rollback = {"restored": True, "known_good": guard.known_good_name(params["state_dir"])}
     else:
         rollback = guard.unfinished_rollback(params["unit"], params["wait"]) if mine and params["wait"] > 0 and \
             not module.check_mode else None
@@ -517,6 +530,7 @@ def main():
             phase=dict(type="str", default="gate", choices=["gate", "rollback", "restore"]),
             cause=dict(type="str"),
             rejoin=dict(type="bool", default=True),
+            stall=dict(type="float", default=0.0),
             wait=dict(type="float", default=0.0),
             timeout=dict(type="float", default=600.0),
             settle=dict(type="float", default=0.0),

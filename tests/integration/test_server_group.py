@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
-from tests.integration.deploying import cut_after_first_200, healthy, invocation, report, reset_service
+from tests.integration.deploying import cut_after_first_200, guard_evidence, healthy, invocation, report, reset_service
 from tests.integration.gateway_lab import PORT, gateway, group_inventory, workers
 from tests.integration.labhost import LabHost, labctl
 
@@ -208,7 +208,9 @@ def rolled_back(group, faults):
         peer.put(FAULTS, "{}")
     outcomes = [report(h)["outcome"] for h in (face, peer)]
     assert proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (outcomes, proc.stdout[-4000:])
-    assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
+    back = [(variant(h), healthy(h)) for h in (face, peer)]
+    assert back == [("nextn", True), ("nextn", True)], (back, [guard_evidence(h) for h in (face, peer)],
+                                                        proc.stdout[-4000:])
 
 
 def cut_in_the_settle_window(group):

@@ -146,6 +146,7 @@ def test_units_and_timer():
     assert "Type=simple\n" in follow and "--reason follow\n" in follow and "[Install]" not in follow
     # A run that fails is run again, for ever.
     assert all("Restart=on-failure\n" in text and "StartLimitIntervalSec=0\n" in text for text in (boot, follow))
+    assert "TimeoutStopSec=10\n" in follow
 
 
 def test_a_run_with_nothing_pending_changes_nothing(tmp_path):
@@ -209,19 +210,19 @@ def test_fired_on_says_whether_the_guard_already_acted_on_this_switch(pending, r
 
 
 @pytest.mark.parametrize("result, rollback", [
-    ({"healthy": True, "seconds": 6.0, "known_good": "NEXTN", "leftovers_waited": 0.01},
-     {"restored": True, "gate": {"state": "healthy", "elapsed": 6.0}, "known_good": "NEXTN",
+    ({"healthy": True, "seconds": 6.0, "known_good": "NEXTN", "leftovers_waited": 0.01, "unit": "handmade.service"},
+     {"restored": True, "gate": {"state": "healthy", "elapsed": 6.0, "unit": "handmade.service"}, "known_good": "NEXTN",
       "leftovers": {"released": True, "msg": None, "waited": False, "elapsed": 0.01}}),
     ({"healthy": True, "seconds": 31.0, "known_good": "NEXTN", "leftovers_waited": 24.6},
-     {"restored": True, "gate": {"state": "healthy", "elapsed": 31.0}, "known_good": "NEXTN",
+     {"restored": True, "gate": {"state": "healthy", "elapsed": 31.0, "unit": None}, "known_good": "NEXTN",
       "leftovers": {"released": True, "msg": None, "waited": True, "elapsed": 24.6}}),
     ({"healthy": False, "seconds": 90.0, "known_good": "NEXTN", "leftovers_waited": 60.0,
       "leftovers": "GPU 0 still holds 40000 MiB", "error": "GPU 0 still holds 40000 MiB"},
-     {"restored": True, "gate": {"state": "failed", "elapsed": 90.0, "cause": "restore_failed",
+     {"restored": True, "gate": {"state": "failed", "elapsed": 90.0, "unit": None, "cause": "restore_failed",
                                  "hint": "GPU 0 still holds 40000 MiB"}, "known_good": "NEXTN",
       "leftovers": {"released": False, "msg": "GPU 0 still holds 40000 MiB", "waited": True, "elapsed": 60.0}}),
     ({"healthy": False, "known_good": None, "error": "no known-good service existed; sglang.service is stopped"},
-     {"restored": True, "gate": {"state": "failed", "elapsed": 0.0, "cause": "restore_failed",
+     {"restored": True, "gate": {"state": "failed", "elapsed": 0.0, "unit": None, "cause": "restore_failed",
                                  "hint": "no known-good service existed; sglang.service is stopped"},
       "known_good": None, "leftovers": {"released": True, "msg": None, "waited": False, "elapsed": 0.0}}),
 ], ids=["healthy at once", "healthy after the GPU memory came back", "the GPU memory never came back",
@@ -351,3 +352,17 @@ def test_a_known_good_that_did_not_come_up_is_diagnosed_by_the_gates_classifier(
     assert ("evidence" in gate) is bool(cause)
     said = guard.said(dict(result, why="the controller rolled DDTREE back", time=T0, restored="nextn", attempts=3))
     assert said.endswith(" (cause cuda_oom)" if cause else "(journalctl -u sglang.service)") and "after 3 tries" in said
+
+
+@pytest.mark.parametrize("last_line, stall, said", [
+    (T0 - 20, 8.0, "it said nothing for 20 s (the stall limit, sglang_service_health_stall)"),
+    (T0 - 3, 8.0, None),
+    (None, 8.0, "it said nothing for 30 s (the stall limit, sglang_service_health_stall)"),
+    (T0 - 60, 8.0, "it said nothing for 30 s (the stall limit, sglang_service_health_stall)"),
+    (T0 - 20, 0.0, None),
+], ids=["quiet past the stall limit", "it spoke 3 s ago", "no line yet: counted from the start",
+        "a line from before the start is not its progress", "no stall limit"])
+def test_a_known_good_start_that_says_nothing_past_the_stall_limit_is_a_failed_try(monkeypatch, last_line, stall, said):
+    monkeypatch.setattr(guard, "last_line_at", lambda invocation: last_line)
+    monkeypatch.setattr(guard.time, "time", lambda: T0)
+    assert guard.quiet_for(status("kg"), T0 - 30, stall) == said

@@ -126,7 +126,7 @@ def test_a_read_with_wait_returns_the_handed_over_restore_once_it_ended_as_the_r
     got = read(tmp_path, wait=30.0)
     timer.join()
     assert got["pending"] is None and got["fired"] is None and got["ended"] == HANDED, got
-    assert got["rollback"]["gate"] == {"state": "healthy", "elapsed": 6.0} and got["rollback"]["known_good"] == "NEXTN"
+    assert got["rollback"]["gate"] == {"state": "healthy", "elapsed": 6.0, "unit": None} and got["rollback"]["known_good"] == "NEXTN"
 
 
 def test_a_read_with_wait_says_a_restore_still_under_way_unfinished(tmp_path):
