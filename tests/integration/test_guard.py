@@ -349,7 +349,10 @@ def test_a_known_good_that_does_not_come_up_is_tried_again_said_with_its_cause_a
     assert "rolled back to NEXTN: failed" in status and "cuda_error" in status, status[-2000:]
     host.run("rm -f /etc/inferops-lab/faults.json")
     back = run_playbook("playbooks/rollback.yml", limit=host.name)
-    assert back.returncode == 0 and "rolled back to NEXTN: healthy in" in back.stdout, back.stdout[-3000:]
+    # (systemd may restart the crash-looping NEXTN into the mended host first: then it is left alone.)
+    said = " ".join(back.stdout.split())
+    assert back.returncode == 0 and ("rolled back to NEXTN: healthy in" in said or "already serves, healthy" in said), \
+        back.stdout[-3000:]
     assert host.run(["cat", UNIT]).stdout == kg_unit and healthy(host)
 
 
