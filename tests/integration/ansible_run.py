@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,7 +78,18 @@ def run_playbook(playbook: str, limit: str | None = None, extra_vars: dict | Non
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     env = _env() if json_output else _env({"ANSIBLE_STDOUT_CALLBACK": "default"})
-    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    began = time.monotonic()
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    log_the_run(playbook, limit, time.monotonic() - began, proc.returncode)
+    return proc
+
+
+def log_the_run(playbook: str, limit: str | None, seconds: float, returncode: int) -> None:
+    """Each playbook run's seconds, by test, in build/playbook-runs.tsv: where the integration
+    gate's time goes (make integration starts it empty)."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+    with open(REPO / "build" / "playbook-runs.tsv", "a") as table:
+        table.write("%s\t%s\t%s\t%.1f\t%d\n" % (test, playbook, limit or "", seconds, returncode))
 
 
 def process_tree(root: int) -> list:
