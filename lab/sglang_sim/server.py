@@ -158,9 +158,14 @@ class Server:
     @staticmethod
     def faults_for(faults, algorithm):
         """The host's faults, unless they name another variant ({"only_algorithm": "DFLASH"}):
-        a test can break the new variant and still roll back to a working known-good."""
+        a test can break the new variant and still roll back to a working known-good. Or each
+        variant's own, by the name its unit gives ({"by_algorithm": {"DDTREE": {...}, "NEXTN":
+        {...}}}): the new one broken, the known-good slow to start."""
+        name = algorithm or "NONE"
+        if "by_algorithm" in faults:
+            return faults["by_algorithm"].get(name, {})
         only = faults.get("only_algorithm")
-        return faults if not only or only == (algorithm or "NONE") else {}
+        return faults if not only or only == name else {}
 
     # --- start-up, in SGLang's order ------------------------------------------------
     # engine.py _launch_subprocesses: one scheduler per rank, then the detokenizer; the main

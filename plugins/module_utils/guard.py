@@ -553,14 +553,21 @@ def release_deploy_lock(pending):
 
 
 def remember_failure(state_dir, pending, failing):
-    """A new server the host saw fail is on the record as a rolled-back configuration, as the
-    controller's rollback records it: a re-run of exactly it is not retried."""
-    verdict = host_state.read_json(os.path.join(state_dir, VERDICT)) or {}
-    mine = float(verdict.get("time") or 0) >= float(pending.get("armed_at") or 0)
-    record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "variant": pending.get("variant"),
-              "cause": (verdict.get("cause") if mine else None) or "unit_failed", "by": "the host's guard",
-              "why": (failing or {}).get("why")}
+    """A new server that failed is on the record as a rolled-back configuration, as the
+    controller's rollback records it: a re-run of exactly it is not retried. For a restore its
+    controller handed over (remember), that controller's own record, written since the switch
+    began, is kept: the guard's stands in only for a controller gone before it wrote it."""
     path = host_state.rolled_back_path(state_dir, pending["config_id"])
+    if pending.get("phase") == RESTORE_PHASE:
+        if os.path.exists(path) and os.path.getmtime(path) >= float(pending.get("started") or 0):
+            return
+        cause = pending.get("cause")
+    else:
+        verdict = host_state.read_json(os.path.join(state_dir, VERDICT)) or {}
+        mine = float(verdict.get("time") or 0) >= float(pending.get("armed_at") or 0)
+        cause = verdict.get("cause") if mine else None
+    record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "variant": pending.get("variant"),
+              "cause": cause or "unit_failed", "by": "the host's guard", "why": (failing or {}).get("why")}
     if not os.path.isdir(os.path.dirname(path)):
         os.makedirs(os.path.dirname(path), 0o750)
     write_json(path, record)
@@ -589,7 +596,7 @@ def act(state_dir, reason, failing=None, now=None):
         result.update(back_in_rotation(state_dir, pending, result))
         # (The controller that handed its restore over releases its own lock, once it read the result.)
         result["lock_released"] = reason != ROLLBACK and release_deploy_lock(pending)
-        if reason == FOLLOW:
+        if reason == FOLLOW or (reason == ROLLBACK and pending.get("remember")):
             remember_failure(state_dir, pending, failing)
         write_json(os.path.join(state_dir, RESULT), result)
         os.unlink(os.path.join(state_dir, PENDING))

@@ -112,6 +112,14 @@ options:
         says so). A guard that ends a switch by itself, its controller gone, always puts it back.
     type: bool
     default: true
+  remember:
+    description:
+      - With O(phase=restore) - whether the guard records the switch O(config_id) as a rolled-back configuration
+        (O(cause)) once it restored the known-good, as the deploy's rollback does (a re-run of exactly it is then
+        not retried). A record its controller wrote since the switch began is kept; the guard's stands in for a
+        controller gone before it wrote its own. A guard that ends a failed switch by itself always records it.
+    type: bool
+    default: false
   wait:
     description: Seconds O(state=read) waits at most for the pending switch O(config_id) to end (a restore handed
       to the host). 0 reads at once.
@@ -369,7 +377,8 @@ def pending_record(module, params, now, earlier):
     kept = earlier if earlier and earlier.get("config_id") == params["config_id"] else {}
     return {
         "config_id": params["config_id"], "variant": params["variant"], "phase": params["phase"],
-        "cause": params.get("cause"), "rejoin": params.get("rejoin", True), "stall": params.get("stall", 0.0),
+        "cause": params.get("cause"), "rejoin": params.get("rejoin", True),
+        "remember": params.get("remember", False), "stall": params.get("stall", 0.0),
         "started": kept.get("started", now), "armed_at": now,
         "deadline": now + deadline_in(params), "unit": params["unit"], "unit_dir": params["unit_dir"], "gid": gid,
         # What the unit ran at the arm: the follower judges only a start after it.
@@ -530,6 +539,7 @@ def main():
             phase=dict(type="str", default="gate", choices=["gate", "rollback", "restore"]),
             cause=dict(type="str"),
             rejoin=dict(type="bool", default=True),
+            remember=dict(type="bool", default=False),
             stall=dict(type="float", default=0.0),
             wait=dict(type="float", default=0.0),
             timeout=dict(type="float", default=600.0),

@@ -204,7 +204,10 @@ REPLACED_WITHIN_S = 90
 # The failed DDTREE's GPU memory lingers this long after its processes are gone (a slow driver):
 # longer than the follower's grace, so that it is still held when the guard acts (the linger
 # begins at the crash, and the crash-looping unit's later starts fail before they take any).
-SLOW_RELEASE_S = 25
+SLOW_RELEASE = {"gpu_release_lag_s": 25}
+# The known-good (NEXTN) loads its weights this much slower: the controller killed during its
+# rollback is killed while the host's restore is still starting it, however loaded the machine.
+SLOW_KNOWN_GOOD_S = 25
 
 
 # The failure of each row: DDTREE crashes as it starts (at_once: its failure is timed from the
@@ -216,28 +219,37 @@ FAILURES = {AT_ONCE: (CRASHES, PRODUCTION_CLOCK), AFTER_THE_KILL: (CRASHES_AFTER
 # Who restores: the follower, for a failure no controller took over (follow), or the restore the
 # controller handed to the host (rollback); as the kill lands before or after the hand-over, either.
 FOLLOW, HANDED, EITHER = "follow", "rollback", ("follow", "rollback")
+# What else is slow on the host of a row: the failed server's GPU memory, or the known-good's start.
+GPU_MEMORY, KNOWN_GOOD = "gpu memory", "known-good"
 
 
-@pytest.mark.parametrize("when, interrupt, crash, slow_release, reason", [
-    (at_task("Start the health gate"), kill_controller, AT_ONCE, False, FOLLOW),
-    (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, False, FOLLOW),
-    ("restarted", kill_controller, AT_ONCE, False, FOLLOW),
-    (at_task("Gate on health"), sigint, AFTER_THE_KILL, False, FOLLOW),
-    (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, True, FOLLOW),
-    (at_task("Hand the failed switch's restore to the host"), kill_controller, AT_ONCE, False, EITHER),
-    (at_task("Wait for the host to restore the known-good"), kill_controller, AT_ONCE, False, HANDED),
+def the_hosts_faults(crash, slowed):
+    faults, _clock = FAILURES[crash]
+    if slowed == GPU_MEMORY:
+        return dict(faults, **SLOW_RELEASE)
+    if slowed == KNOWN_GOOD:
+        return {"by_algorithm": {"DDTREE": faults, "NEXTN": {"slow_start_s": SLOW_KNOWN_GOOD_S}}}
+    return faults
+
+
+@pytest.mark.parametrize("when, interrupt, crash, slowed, reason", [
+    (at_task("Start the health gate"), kill_controller, AT_ONCE, None, FOLLOW),
+    (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, None, FOLLOW),
+    ("restarted", kill_controller, AT_ONCE, None, FOLLOW),
+    (at_task("Gate on health"), sigint, AFTER_THE_KILL, None, FOLLOW),
+    (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, GPU_MEMORY, FOLLOW),
+    (at_task("Hand the failed switch's restore to the host"), kill_controller, AT_ONCE, None, EITHER),
+    (at_task("Wait for the host to restore the known-good"), kill_controller, AT_ONCE, KNOWN_GOOD, HANDED),
 ], ids=["killed after the restart, before the gate began", "killed while the gate waits",
         "killed as DDTREE starts", "ctrl-c while the gate waits",
         "killed, and the failed server's GPU memory comes back slowly",
         "killed as it hands the failed gate's restore to the host", "killed during its rollback"])
 def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_kill(nextn, when, interrupt, crash,
-                                                                                    slow_release, reason, request):
+                                                                                    slowed, reason, request):
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
-    faults, clock = FAILURES[crash]
-    if slow_release:
-        faults = dict(faults, gpu_release_lag_s=SLOW_RELEASE_S)
-    host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
+    _faults, clock = FAILURES[crash]
+    host.put("/etc/inferops-lab/faults.json", json.dumps(the_hosts_faults(crash, slowed)))
     killed, before = [], invocation(host)
 
     def restarted(h, _proc):
@@ -258,10 +270,16 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
     # (Said in the run's table too: pytest-xdist does not show a row's output.)
     with open(REPO / "build" / "kill-matrix.tsv", "a") as table:
         table.write("%s\t%s\t%.1f\t%s\n" % (request.node.callspec.id, result["reason"], back, result["why"]))
+    if slowed == KNOWN_GOOD:
+        assert result["time"] < killed[0] < result["time"] + result["seconds"], ("killed mid-restore", killed, result)
     assert back < REPLACED_WITHIN_S, result
     # The known-good started once, into free GPUs: the failed server's memory was waited for.
-    waited = result["leftovers_waited"] >= 1.0 if slow_release else True
+    waited = result["leftovers_waited"] >= 1.0 if slowed == GPU_MEMORY else True
     assert result["attempts"] == 1 and waited, result
+    # The failed configuration is on the record as rolled back, by the controller or, gone before it
+    # wrote it, by the guard: a re-run of exactly it is not retried.
+    recorded = host.run(["cat", "%srolled-back/%s.json" % (STATE, result["pending"]["config_id"])], check=False)
+    assert recorded.returncode == 0 and "\"cause\"" in recorded.stdout, (recorded.stderr, result)
     # The guard released the lock of the switch it ended by itself; a restore handed over leaves it to
     # its controller, whose next deploy finds it gone and the switch over, and breaks it.
     locked = host.run("test -e /run/inferops-sglang/deploy.lock", check=False).returncode == 0

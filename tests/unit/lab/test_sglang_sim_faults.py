@@ -1,4 +1,4 @@
-"""The stand-in applies a host's faults only to the variant they name."""
+"""The stand-in applies a host's faults only to the variant they name, or each variant its own."""
 from __future__ import annotations
 
 import pytest
@@ -16,6 +16,9 @@ CRASH = {"crash_after_ready_s": 5}
     (dict(CRASH, only_algorithm="DFLASH"), None, {}),
     (dict(CRASH, only_algorithm="NONE"), None, dict(CRASH, only_algorithm="NONE")),
     ({}, "DDTREE", {}),
+    ({"by_algorithm": {"DDTREE": CRASH, "NEXTN": {"slow_start_s": 25}}}, "DDTREE", CRASH),
+    ({"by_algorithm": {"DDTREE": CRASH, "NEXTN": {"slow_start_s": 25}}}, "NEXTN", {"slow_start_s": 25}),
+    ({"by_algorithm": {"DDTREE": CRASH}}, None, {}),
 ])
 def test_faults_for(faults, algorithm, expected):
     assert Server.faults_for(faults, algorithm) == expected

@@ -4,6 +4,7 @@ makes before it trusts a snapshot (host_state.known_good_problem)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -366,3 +367,32 @@ def test_a_known_good_start_that_says_nothing_past_the_stall_limit_is_a_failed_t
     monkeypatch.setattr(guard, "last_line_at", lambda invocation: last_line)
     monkeypatch.setattr(guard.time, "time", lambda: T0)
     assert guard.quiet_for(status("kg"), T0 - 30, stall) == said
+
+
+def record_written(tmp_path, config_id, when):
+    path = host_state.rolled_back_path(str(tmp_path), config_id)
+    (tmp_path / host_state.ROLLED_BACK).mkdir(exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump({"cause": "by its controller"}, fh)
+    os.utime(path, (when, when))
+
+
+@pytest.mark.parametrize("pending, verdict, earlier, cause", [
+    (dict(PENDING, armed_at=T0), {"time": T0 + 5, "cause": "cuda_oom"}, None, "cuda_oom"),
+    (dict(PENDING, armed_at=T0), {"time": T0 - 50, "cause": "cuda_oom"}, None, "unit_failed"),
+    (dict(PENDING, phase="restore", cause="kv_pool_oom"), None, None, "kv_pool_oom"),
+    (dict(PENDING, phase="restore", cause="kv_pool_oom"), None, T0 + 3, "by its controller"),
+    (dict(PENDING, phase="restore", cause="kv_pool_oom"), None, T0 - 3600, "kv_pool_oom"),
+], ids=["a failure the follower saw: the gate's verdict of this switch names it",
+        "an older switch's verdict is not this one's",
+        "a restore handed over, its controller gone before its record: the guard's stands in",
+        "its controller recorded it since the switch began: kept",
+        "a record of an earlier try of it: this failure replaces it"])
+def test_a_failed_switch_is_on_the_record_as_rolled_back_once(tmp_path, pending, verdict, earlier, cause):
+    if verdict:
+        (tmp_path / guard.VERDICT).write_text(json.dumps(verdict))
+    if earlier:
+        record_written(tmp_path, pending["config_id"], earlier)
+    guard.remember_failure(str(tmp_path), pending, {"why": "unit failed"})
+    record = json.loads(open(host_state.rolled_back_path(str(tmp_path), pending["config_id"])).read())
+    assert record["cause"] == cause, record
