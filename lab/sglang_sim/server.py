@@ -159,8 +159,8 @@ class Server:
     def faults_for(faults, algorithm):
         """The host's faults, unless they name another variant ({"only_algorithm": "DFLASH"}):
         a test can break the new variant and still roll back to a working known-good. Or each
-        variant's own, by the name its unit gives ({"by_algorithm": {"DDTREE": {...}, "NEXTN":
-        {...}}}): the new one broken, the known-good slow to start."""
+        variant's own, by its resolved name ({"by_algorithm": {"DDTREE": {...}, "EAGLE": {...}}};
+        NEXTN is EAGLE, as SGLang resolves it): the new one broken, the known-good slow to start."""
         name = algorithm or "NONE"
         if "by_algorithm" in faults:
             return faults["by_algorithm"].get(name, {})

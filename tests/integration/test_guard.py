@@ -228,7 +228,8 @@ def the_hosts_faults(crash, slowed):
     if slowed == GPU_MEMORY:
         return dict(faults, **SLOW_RELEASE)
     if slowed == KNOWN_GOOD:
-        return {"by_algorithm": {"DDTREE": faults, "NEXTN": {"slow_start_s": SLOW_KNOWN_GOOD_S}}}
+        # (NEXTN by the name the stand-in resolves it to, as SGLang does: EAGLE.)
+        return {"by_algorithm": {"DDTREE": faults, "EAGLE": {"slow_start_s": SLOW_KNOWN_GOOD_S}}}
     return faults
 
 
@@ -239,7 +240,8 @@ def the_hosts_faults(crash, slowed):
     (at_task("Gate on health"), sigint, AFTER_THE_KILL, None, FOLLOW),
     (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, GPU_MEMORY, FOLLOW),
     (at_task("Hand the failed switch's restore to the host"), kill_controller, AT_ONCE, None, EITHER),
-    (at_task("Wait for the host to restore the known-good"), kill_controller, AT_ONCE, KNOWN_GOOD, HANDED),
+    # (The handler's hand-over waits on the guard's lock while the host's restore runs: the kill lands there.)
+    (at_task("Hand the restore of the known-good to the host's guard"), kill_controller, AT_ONCE, KNOWN_GOOD, HANDED),
 ], ids=["killed after the restart, before the gate began", "killed while the gate waits",
         "killed as DDTREE starts", "ctrl-c while the gate waits",
         "killed, and the failed server's GPU memory comes back slowly",

@@ -16,8 +16,8 @@ CRASH = {"crash_after_ready_s": 5}
     (dict(CRASH, only_algorithm="DFLASH"), None, {}),
     (dict(CRASH, only_algorithm="NONE"), None, dict(CRASH, only_algorithm="NONE")),
     ({}, "DDTREE", {}),
-    ({"by_algorithm": {"DDTREE": CRASH, "NEXTN": {"slow_start_s": 25}}}, "DDTREE", CRASH),
-    ({"by_algorithm": {"DDTREE": CRASH, "NEXTN": {"slow_start_s": 25}}}, "NEXTN", {"slow_start_s": 25}),
+    ({"by_algorithm": {"DDTREE": CRASH, "EAGLE": {"slow_start_s": 25}}}, "DDTREE", CRASH),
+    ({"by_algorithm": {"DDTREE": CRASH, "EAGLE": {"slow_start_s": 25}}}, "EAGLE", {"slow_start_s": 25}),
     ({"by_algorithm": {"DDTREE": CRASH}}, None, {}),
 ])
 def test_faults_for(faults, algorithm, expected):
