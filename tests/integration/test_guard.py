@@ -223,8 +223,7 @@ FOLLOW, HANDED, EITHER = "follow", "rollback", ("follow", "rollback")
 GPU_MEMORY, KNOWN_GOOD = "gpu memory", "known-good"
 
 
-def the_hosts_faults(crash, slowed):
-    faults, _clock = FAILURES[crash]
+def the_hosts_faults(faults, slowed):
     if slowed == GPU_MEMORY:
         return dict(faults, **SLOW_RELEASE)
     if slowed == KNOWN_GOOD:
@@ -250,8 +249,10 @@ def test_a_new_server_that_fails_is_replaced_by_the_host_within_seconds_of_the_k
                                                                                     slowed, reason, request):
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
-    _faults, clock = FAILURES[crash]
-    host.put("/etc/inferops-lab/faults.json", json.dumps(the_hosts_faults(crash, slowed)))
+    faults, clock = FAILURES[crash]
+    host.put("/etc/inferops-lab/faults.json", json.dumps(the_hosts_faults(faults, slowed)))
+    # (The rows switch to one DDTREE configuration: an earlier row's record of it is not this one's.)
+    host.run("rm -f %srolled-back/*.json" % STATE)
     killed, before = [], invocation(host)
 
     def restarted(h, _proc):
