@@ -49,9 +49,11 @@ def _env(extra=None):
     return env
 
 
-def run_module(host: str, module: str, args: dict, check: bool = False) -> dict:
-    """One module on one lab host; returns the module's result (its `failed` key set on failure)."""
-    cmd = [str(BIN / "ansible"), host, "-i", LAB_INVENTORY, "-i", ssh_vars_inventory(), "-m", module]
+def run_module(host: str, module: str, args: dict, check: bool = False, inventory: tuple = ()) -> dict:
+    """One module on one lab host; returns the module's result (its `failed` key set on failure).
+    `inventory`: sources after the lab's (a host the lab's own inventory does not name)."""
+    sources = [arg for source in (LAB_INVENTORY, ssh_vars_inventory()) + tuple(inventory) for arg in ("-i", source)]
+    cmd = [str(BIN / "ansible"), host] + sources + ["-m", module]
     if args:
         cmd += ["-a", json.dumps(args)]
     if check:

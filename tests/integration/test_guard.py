@@ -18,18 +18,16 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
-import threading
 import time
-import warnings
 
 import pytest
 
-from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, kill_run, run_playbook
+from tests.integration import interrupting
+from tests.integration.ansible_run import REPO, run_playbook
 from tests.integration.deploying import (
     CRASH_FILE, STATE, UNIT, crash_after_the_kill, deploy, guard_evidence, guard_result, healthy, invocation, pending,
     report, reset_service, wait_for_the_guard)
+from tests.integration.interrupting import at_task, kill_controller, sigint
 from tests.integration.labhost import podman
 
 pytestmark = pytest.mark.xdist_group("guard")
@@ -70,80 +68,16 @@ def slow_ddtree(host):
     host.put("/etc/inferops-lab/faults.json", json.dumps({"slow_start_s": 600, "only_algorithm": "DDTREE"}))
 
 
-# ansible-playbook as its own entry point runs it, with Python's faulthandler on SIGUSR1: each
-# thread's stack, for a run that does not end when it should.
-LAUNCH = ("import faulthandler, signal, sys; faulthandler.register(signal.SIGUSR1, all_threads=True); "
-          "sys.argv[0] = %r; from ansible.cli.playbook import main; sys.exit(main())" % str(BIN / "ansible-playbook"))
-# A Ctrl-C ends ansible-playbook in about a second; past this, the row says where it was and presses
-# Ctrl-C again, as its user would (ansible-core's second SIGINT ends the controller at once).
-AGAIN_AFTER_S = 30
-
-
-def start_deploy(host, playbook="deploy_ddtree", **extra):
-    """A playbook (deploy_ddtree.yml) in the background; its output lines gather in proc.lines as they come."""
-    cmd = [sys.executable, "-c", LAUNCH, "-i", LAB_INVENTORY, "playbooks/%s.yml" % playbook, "-l", host.name,
-           "-e", json.dumps(dict(GUARDED, **extra))]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=_env({"ANSIBLE_STDOUT_CALLBACK": "default"}),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    proc.lines = []
-    proc.reader = threading.Thread(target=lambda: proc.lines.extend(iter(proc.stdout.readline, "")), daemon=True)
-    proc.reader.start()
-    return proc
-
-
 def interrupted(host, when, interrupt, playbook="deploy_ddtree", **extra):
-    """A playbook (deploy_ddtree.yml), and `interrupt(proc)` once `when(host, proc)` holds;
-    returns the ended playbook (returncode, stdout)."""
-    proc = start_deploy(host, playbook, **extra)
-    try:
-        host.wait_for(lambda: when(host, proc), GUARD_WAIT_S, 0.2, "the moment to interrupt the deploy")
-        interrupt(proc)
-        if sigint in (interrupt, getattr(interrupt, "__wrapped__", None)):
-            ctrl_c_again_if_it_goes_on(proc)
-        proc.wait(timeout=GUARD_WAIT_S)
-        proc.reader.join(timeout=GUARD_WAIT_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return subprocess.CompletedProcess(proc.args, proc.returncode, "".join(proc.lines))
-
-
-def ctrl_c_again_if_it_goes_on(proc):
-    """A Ctrl-C that did not end the run (seen in two full make test runs, never in a row run alone):
-    its stacks, said as a warning in the test summary, then a second Ctrl-C."""
-    try:
-        proc.wait(timeout=AGAIN_AFTER_S)
-        return
-    except subprocess.TimeoutExpired:
-        pass
-    seen = len(proc.lines)
-    proc.send_signal(signal.SIGUSR1)
-
-    def stacks_said():
-        return any(line.startswith(("Thread 0x", "Current thread 0x")) for line in proc.lines[seen:])
-    deadline = time.monotonic() + 10
-    while not stacks_said() and time.monotonic() < deadline:
-        proc.reader.join(0.1)
-    warnings.warn("ansible-playbook went on %d s after a Ctrl-C; a second one was sent. Its last lines and its "
-                  "stacks:\n%s" % (AGAIN_AFTER_S, "".join(proc.lines[max(0, seen - 15):])))
-    proc.send_signal(signal.SIGINT)
+    """A playbook (deploy_ddtree.yml) on the row's host with the guard's short clock
+    (GUARDED), interrupted once `when(host, proc)` holds: the ended playbook."""
+    return interrupting.interrupted(host, when, interrupt, playbook, dict(GUARDED, **extra))
 
 
 def interrupted_after_the_restart(host, interrupt, playbook="deploy_ddtree", **extra):
     """A playbook (deploy_ddtree.yml) with DDTREE slowed, interrupted once the host restarted into DDTREE."""
     slow_ddtree(host)
     return interrupted(host, lambda h, _proc: restarted_into_ddtree(h), interrupt, playbook, **extra)
-
-
-def at_task(name):
-    """The moment the deploy starts the task of this name (its banner printed)."""
-    # (The rollback's tasks are the role's handler's: RUNNING HANDLER [...].)
-    return lambda _host, proc: any(line.startswith(("TASK [", "RUNNING HANDLER [")) and name in line
-                                   for line in list(proc.lines))
-
-
-def sigint(proc):
-    proc.send_signal(signal.SIGINT)
 
 
 def restarted_into_ddtree(host):
@@ -179,11 +113,6 @@ def test_the_host_restores_the_known_good_when_the_controller_goes_away(nextn, s
             proc.send_signal(sig)
     assert interrupted_after_the_restart(host, interrupt).returncode != 0
     assert_restored_by_the_guard(host, "deadline", kg_unit)
-
-
-def kill_controller(proc):
-    """The controller dies as its machine would (ansible_run.kill_run)."""
-    kill_run(proc.pid)
 
 
 # The production clock for these rows (health timeout 1800 s): only the host's own judgement of the
