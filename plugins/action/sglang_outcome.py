@@ -58,9 +58,11 @@ class ActionModule(DecisionAction):
                 ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=fired))
         # (A try's switch stays pending: what brings the known-good back after it is the tune, or the guard.)
         if guarded and not ended["rollback"] and ended["cause"] != deploy_plan.GUARD_ACTED and not args.get("trial"):
+            # (A server group's other nodes hold their guards until rank 0's confirms the group: guard_link.)
+            group = args.get("server_group") or {}
             confirmed = self.call(GUARD_MODULE, {"state": "disarmed", "unit": args["unit"],
-                                                 "state_dir": args["state_dir"], "config_id": the_plan["config_id"]},
-                                  task_vars)
+                                                 "state_dir": args["state_dir"], "config_id": the_plan["config_id"],
+                                                 "hold": bool(group) and not group.get("face")}, task_vars)
             if confirmed.get("failed"):
                 return confirmed
             if confirmed.get("fired"):

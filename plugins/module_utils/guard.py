@@ -42,7 +42,7 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils import host_state
+from ansible_collections.inferops.sglang.plugins.module_utils import guard_link, host_state
 from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
 from ansible_collections.inferops.sglang.plugins.module_utils.gpu_leftovers import describe_leftovers, leftovers
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
@@ -69,13 +69,20 @@ LOCK = "guard.lock"
 VERDICT = "verdict.json"
 LIB_DIR = "/usr/local/lib/inferops-sglang/guard"
 # The module_utils the guard's program imports on the host (pure, standard library only).
-PROGRAM_MODULES = ("guard.py", "host_state.py", "systemd_state.py", "host_processes.py", "nvidia_smi.py",
+PROGRAM_MODULES = ("guard.py", "guard_link.py", "host_state.py", "systemd_state.py", "host_processes.py", "nvidia_smi.py",
                    "gpu_leftovers.py", "adoption.py", "journal.py", "sglang_failures.py")
-# What the guard's run decides, by name.
-IDLE, WAIT, RESTORE = "idle", "wait", "restore"
+# What the guard's run decides, by name. CONFIRM: a server group's node whose rank 0 ended the
+# switch without a restore, while this node serves with the group (rank 0's confirmation is the group's).
+IDLE, WAIT, RESTORE, CONFIRM = "idle", "wait", "restore", "confirm"
 # Why it runs: its timer (the deadline), a boot, or the follower (a failure it saw). A restore the
 # controller handed over (phase RESTORE: its rollback) is ROLLBACK, whichever of them runs it.
-DEADLINE, BOOT, FOLLOW, ROLLBACK = "deadline", "boot", "follow", "rollback"
+# GROUP: another node of the server group restores (guard_link), so this one does.
+DEADLINE, BOOT, FOLLOW, ROLLBACK, GROUP = "deadline", "boot", "follow", "rollback", "group"
+# The phases of a switch a new server's failure is judged in: its gate, and a server group's node
+# the controller confirmed (HELD: until rank 0, confirmed last, confirms the group).
+GATE, HELD = "gate", "held"
+# Seconds past its deadline a linked node waits for rank 0's guard to decide for the group.
+HUB_LATE = 60.0
 # The phase of a switch whose rollback the controller handed to the host: restore at once (the
 # follower; the timer fires this many seconds later at most, a backstop).
 RESTORE_PHASE, RESTORE_BACKSTOP = "restore", 5.0
@@ -85,16 +92,23 @@ GRACE, GRACE_MAX = 15.0, 15.0
 RETRY_BACKOFF = (5.0, 20.0)
 # The follower's look at the unit and the verdict (seconds).
 FOLLOW_POLL = 0.5
+# What guard.json says from the moment a run decides to restore until it ended.
+UNFINISHED = "the guard's run did not finish"
+
+
+def guard_stem(unit):
+    """The name the guard's units of `unit` begin with (sglang.service: sglang-guard)."""
+    return (unit[:-len(".service")] if unit.endswith(".service") else unit) + "-guard"
 
 
 def guard_units(unit):
     """(timer, deadline service, boot service) names of the guard of `unit`."""
-    stem = unit[:-len(".service")] if unit.endswith(".service") else unit
-    return stem + "-guard.timer", stem + "-guard.service", stem + "-guard-boot.service"
+    stem = guard_stem(unit)
+    return stem + ".timer", stem + ".service", stem + "-boot.service"
 
 
 def follower_unit(unit):
-    return guard_units(unit)[1][:-len(".service")] + "-follow.service"
+    return guard_stem(unit) + "-follow.service"
 
 
 def clock(epoch):
@@ -123,22 +137,29 @@ def observe(pending, status, verdict, first_new):
     return "%s: %s" % (pending.get("unit", "the unit"), reason) if verdict_now == FAILED else None
 
 
-def decide(pending, reason, now, failing=None):
-    """What a run of the guard does: (IDLE | WAIT | RESTORE, why). `reason`: DEADLINE (the timer),
-    BOOT or FOLLOW (the follower). `failing`: {why, since} once the follower saw the switch fail
-    (observe). Pure: a table test covers it."""
+def decide(pending, reason, now, failing=None, spoke=None):
+    """What a run of the guard does: (IDLE | WAIT | RESTORE | CONFIRM, why). `reason`: DEADLINE
+    (the timer), BOOT, FOLLOW (the follower) or GROUP (another node of the server group restores).
+    `failing`: {why, since} once the follower saw the switch fail (observe), or what the group
+    said. `spoke`: for a server group's node other than rank 0, {linked, since, serving}: its
+    link to rank 0's guard (guard_link), since when it is lost, and whether this node serves.
+    Pure: a table test covers it."""
     if not pending:
         return IDLE, "no switch is pending: the deploy confirmed it or rolled it back"
-    variant, phase = pending.get("variant", "?").upper(), pending.get("phase", "gate")
+    variant, phase = pending.get("variant", "?").upper(), pending.get("phase", GATE)
     if phase == RESTORE_PHASE:
         return RESTORE, "the controller rolled %s back%s and handed its restore to the host" % (
             variant, " (%s)" % pending["cause"] if pending.get("cause") else "")
     if reason == BOOT:
         return RESTORE, "the host restarted during %s's %s" % (variant, phase)
+    if reason == GROUP:
+        return RESTORE, "%s; the server group restores as one" % failing["why"]
     deadline = float(pending.get("deadline") or 0)
     if now + 1 >= deadline:
+        if spoke is not None:
+            return spoke_at_deadline(variant, phase, deadline, spoke, now)
         return RESTORE, "the controller did not confirm %s's %s by its deadline %s" % (variant, phase, clock(deadline))
-    if phase != "gate" or not failing:
+    if phase not in (GATE, HELD) or not failing:
         # (A rollback under way is the controller's: its own deadline stands.)
         return WAIT, "the deadline %s is not reached yet" % clock(deadline)
     grace = min(float(pending.get("grace") or GRACE), GRACE_MAX)
@@ -149,6 +170,25 @@ def decide(pending, reason, now, failing=None):
         variant, failing["why"], short_clock(float(failing["since"]) + grace))
 
 
+def spoke_at_deadline(variant, phase, deadline, spoke, now):
+    """A server group's node other than rank 0, past its deadline. Linked, it leaves the decision
+    to rank 0's guard (the group's, confirmed last), which tells it. Alone, it judges itself once a
+    failure that rank 0's restore caused had time to show (twice the grace): a node that still
+    serves with the group runs what rank 0 runs, so rank 0's switch ended without a restore."""
+    if spoke.get("linked"):
+        if now < deadline + HUB_LATE:
+            return WAIT, "rank 0's guard decides for the server group at its deadline"
+        return RESTORE, "rank 0's guard did not decide for the server group by %s" % clock(deadline + HUB_LATE)
+    judge_at = max(deadline, float(spoke.get("since") or 0)) + 2 * GRACE_MAX
+    if now < judge_at:
+        return WAIT, "rank 0's guard is out of reach; this node judges alone at %s" % short_clock(judge_at)
+    if spoke.get("serving") and phase in (GATE, HELD):
+        return CONFIRM, ("rank 0's guard ended the switch without a restore, and this node serves %s with the group: "
+                         "the group's switch holds" % variant)
+    return RESTORE, "rank 0's guard is out of reach, and %s" % (
+        "the controller's rollback did not end" if phase not in (GATE, HELD) else "this node does not serve %s" % variant)
+
+
 def ended_on(config_id, pending, result):
     """The guard's result when the switch `config_id` ended by its run (nothing pending any more),
     whether on its own or as the controller's handed-over restore, else None. `pending` and
@@ -157,6 +197,16 @@ def ended_on(config_id, pending, result):
         return None
     result = result or {}
     return result if (result.get("pending") or {}).get("config_id") == config_id else None
+
+
+def restoring(config_id, pending, result):
+    """The pending switch `config_id` when a guard run is restoring it now (its result, written as
+    it began, not yet how it ended), else None. Read without the lock, which that run holds."""
+    if not pending or pending.get("config_id") != config_id or not result:
+        return None
+    began = (result.get("pending") or {}).get("armed_at")
+    mine = (result.get("pending") or {}).get("config_id") == config_id and began == pending.get("armed_at")
+    return pending if mine and result.get("error") == UNFINISHED else None
 
 
 def fired_on(config_id, pending, result):
@@ -200,7 +250,7 @@ def known_good_name(state_dir):
 
 def unfinished_rollback(unit, waited):
     """The rollback's result when the host's restore did not end within the wait (as_rollback's shape)."""
-    stem = guard_units(unit)[1][:-len(".service")]
+    stem = guard_stem(unit)
     return {"restored": True, "known_good": "the known-good", "leftovers": {},
             "gate": {"state": "unfinished", "elapsed": waited, "cause": "restore_unfinished",
                      "hint": "the host's guard still restores it after %.0f s: journalctl -u '%s*' says how far it is; "
@@ -260,7 +310,7 @@ def service_text(unit, python, state_dir, reason):
             "ExecStart=%s %s/sglang-guard --state-dir %s --reason %s\nRestart=on-failure\nRestartSec=5\n"
             # (A stop that hangs - seen in a container whose cgroup did not report empty - costs 10 s, not 90.)
             "TimeoutStopSec=10\n%s"
-            % (unit, reason, unit, reason, kind, guard_units(unit)[1][:-len(".service")], python, LIB_DIR,
+            % (unit, reason, unit, reason, kind, guard_stem(unit), python, LIB_DIR,
                state_dir, reason, installed))
 
 
@@ -415,10 +465,10 @@ def known_good_url(record, pending):
     return "http://%s:%s/health" % (host, args.get("port") or pending.get("port", 30000))
 
 
-def start_known_good(state_dir, pending, record, said):
+def start_known_good(state_dir, pending, record, said, link=None):
     """One start of the known-good: the switched unit stopped, its leftovers gone (the seconds
-    waited go to `said`), the known-good's start-limit state cleared, started, healthy and
-    settled: (healthy, error, unit)."""
+    waited go to `said`), every node of a server group stopped too (`link`'s barrier), the
+    known-good's start-limit state cleared, started, healthy and settled: (healthy, error, unit)."""
     unit = pending["unit"]
     adopted = (record or {}).get("adopted") or {}
     target = adopted.get("unit") or unit
@@ -430,6 +480,8 @@ def start_known_good(state_dir, pending, record, said):
         said["leftovers"], said["diagnosis"] = left, None
         return False, left, target
     said.pop("leftovers", None)
+    if link is not None:
+        said["group_barrier"] = guard_link.barrier(link, float(pending.get("leftovers_timeout", 60)) + 30)
     if adopted:
         systemctl("disable", unit)
     systemctl("reset-failed", target)
@@ -464,10 +516,11 @@ def never_switched(pending, status):
         status["active_state"] == "active" and pending.get("phase") != RESTORE_PHASE
 
 
-def restore(state_dir, pending, sleep=time.sleep):
+def restore(state_dir, pending, sleep=time.sleep, link=None):
     """The rollback's restore, done by the host: the known-good's files and record back, then
     its start (start_known_good), tried again after each pause of RETRY_BACKOFF. A server the
-    switch never restarted gets its files back and keeps running. Returns the result."""
+    switch never restarted gets its files back and keeps running - unless it is a server
+    group's node (`link`): every node stops before any starts. Returns the result."""
     unit = pending["unit"]
     problem = host_state.known_good_problem(state_dir, unit)
     folder = host_state.known_good_dir(state_dir)
@@ -488,14 +541,15 @@ def restore(state_dir, pending, sleep=time.sleep):
     systemctl("daemon-reload")
     name = ((record or {}).get("adopted") or {}).get("unit") or (record or {}).get("variant") or "known-good"
     url, said = known_good_url(record, pending), {"attempts": 0, "known_good": display_name(record)}
-    if never_switched(pending, read_unit(unit)) and not (record or {}).get("adopted") and \
+    if link is None and never_switched(pending, read_unit(unit)) and not (record or {}).get("adopted") and \
             healthy(url, api_key(state_dir), 5.0):
         ok, error, target = True, None, unit
     else:
         for pause in (0.0,) + RETRY_BACKOFF:
             sleep(pause)
             said["attempts"] += 1
-            ok, error, target = start_known_good(state_dir, pending, record, said)
+            # (The group's barrier once: a later try restarts this node's known-good alone.)
+            ok, error, target = start_known_good(state_dir, pending, record, said, link if pause == 0.0 else None)
             if ok:
                 break
             say("inferops.sglang guard: the known-good %s did not come up (try %d): %s" % (name, said["attempts"], error))
@@ -567,7 +621,7 @@ def remember_failure(state_dir, pending, failing):
         mine = float(verdict.get("time") or 0) >= float(pending.get("armed_at") or 0)
         cause = verdict.get("cause") if mine else None
     record = {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "variant": pending.get("variant"),
-              "cause": cause or "unit_failed", "by": "the host's guard", "why": (failing or {}).get("why")}
+              "cause": cause or (failing or {}).get("cause") or "unit_failed", "by": "the host's guard", "why": (failing or {}).get("why")}
     if not os.path.isdir(os.path.dirname(path)):
         os.makedirs(os.path.dirname(path), 0o750)
     write_json(path, record)
@@ -579,24 +633,31 @@ def disarm_units(unit):
     systemctl("disable", boot)
 
 
-def act(state_dir, reason, failing=None, now=None):
-    """Decide under the guard's lock, and restore when the decision says so. Returns the line it says."""
+def act(state_dir, reason, failing=None, now=None, link=None, spoke=None):
+    """Decide under the guard's lock, and restore (or, a server group's node, confirm) when the
+    decision says so. `link`: the follower's link to the server group's other guards. Returns
+    the line it says."""
     with Locked(state_dir):
         pending = read_pending(state_dir)
-        action, why = decide(pending, reason, time.time() if now is None else now, failing)
+        action, why = decide(pending, reason, time.time() if now is None else now, failing, spoke)
+        if action == CONFIRM:
+            return confirm_with_the_group(state_dir, pending, why)
         if action != RESTORE:
             return "inferops.sglang guard (%s): %s; nothing to do" % (reason, why)
         # (A handed-over restore is the controller's rollback, whoever of the guard's units runs it.)
         reason = ROLLBACK if pending.get("phase") == RESTORE_PHASE else reason
         result = {"time": time.time(), "why": why, "reason": reason, "pending": pending, "healthy": False,
-                  "restored": None, "unit": pending.get("unit"), "error": "the guard's run did not finish"}
+                  "restored": None, "unit": pending.get("unit"), "error": UNFINISHED}
         # Said before the restore begins: a run that dies midway leaves its trace, and systemd runs it again.
         write_json(os.path.join(state_dir, RESULT), result)
-        result.update(restore(state_dir, pending))
+        failed = reason == FOLLOW or bool((failing or {}).get("failed"))
+        if link is not None:
+            result["group_told"] = tell_the_group(link, reason, why, failed)
+        result.update(restore(state_dir, pending, link=link))
         result.update(back_in_rotation(state_dir, pending, result))
         # (The controller that handed its restore over releases its own lock, once it read the result.)
         result["lock_released"] = reason != ROLLBACK and release_deploy_lock(pending)
-        if reason == FOLLOW or (reason == ROLLBACK and pending.get("remember")):
+        if failed or (reason == ROLLBACK and pending.get("remember")):
             remember_failure(state_dir, pending, failing)
         write_json(os.path.join(state_dir, RESULT), result)
         os.unlink(os.path.join(state_dir, PENDING))
@@ -604,28 +665,136 @@ def act(state_dir, reason, failing=None, now=None):
         return "inferops.sglang guard (%s): %s" % (reason, said(result))
 
 
+def tell_the_group(link, reason, why, failed):
+    """Before this node restores, the server group's other guards hear it: rank 0's tells every
+    node to restore; another node's own decision goes to rank 0's, which restores the group (a
+    restore the group asked for is not told back). The ranks it reached."""
+    kind = FOLLOW if failed else reason
+    if link.is_hub:
+        return link.say(guard_link.RESTORE, why, kind)
+    return link.say(guard_link.FAILED, why, kind) if reason != GROUP else []
+
+
+def node_name(pending, rank):
+    nodes = (pending.get("group") or {}).get("nodes") or []
+    return "%s (rank %d)" % (nodes[rank], rank) if rank < len(nodes) else "rank %d" % rank
+
+
+def group_failing(pending, word, rank, why, kind):
+    """What a word of the server group's link means to this node: {why, since, failed}."""
+    who = node_name(pending, rank)
+    said_why = ("%s's guard restores the server group (%s)" % (who, why)) if word == guard_link.RESTORE else \
+        ("%s restores (%s)" % (who, why))
+    return {"why": said_why, "since": time.time(), "failed": kind == FOLLOW, "cause": "group_node_failed"}
+
+
+def confirm_with_the_group(state_dir, pending, why):
+    """A server group's node whose rank 0 confirmed the switch (the group's, confirmed last): the
+    guard ends as the controller's own confirmation would. The caller holds the lock."""
+    os.unlink(os.path.join(state_dir, PENDING))
+    disarm_units(pending["unit"])
+    return "inferops.sglang guard (group): %s; confirmed" % why
+
+
+def confirmed_by_rank_0(state_dir, config_id):
+    """Rank 0's guard said its controller confirmed the switch: so is this node's, held or not."""
+    with Locked(state_dir):
+        pending = read_pending(state_dir)
+        if not pending or pending.get("config_id") != config_id or pending.get("phase", GATE) not in (GATE, HELD):
+            return "inferops.sglang guard (group): rank 0 confirmed the switch; nothing pending here"
+        return confirm_with_the_group(state_dir, pending, "rank 0's controller confirmed %s, the server group's switch"
+                                      % pending.get("variant", "?").upper())
+
+
+def linked(state_dir, pending):
+    """The server group's link of this node's follower (guard_link), or None for a server on one
+    host, or when rank 0's guard cannot listen (said: each node then guards itself alone)."""
+    group = pending.get("group")
+    if not group:
+        return None
+    try:
+        link = guard_link.open_link(group, group.get("key"))
+    except (OSError, ValueError, KeyError) as exc:
+        say("inferops.sglang guard (follow): no link to the server group's other guards (%s): this node guards "
+            "itself alone" % exc)
+        return None
+    where = "%s:%s" % (guard_link.hub_address(group), group["port"])
+    say("inferops.sglang guard (follow): %s" % (
+        "rank 0's guard listens for server group %s's other guards at %s" % (group["name"], where) if link.is_hub
+        else "%s follows rank 0's guard at %s" % (node_name(pending, int(group["node_rank"])), where)))
+    return link
+
+
+def spoke_state(link, pending, state_dir, now):
+    """decide's `spoke` for a server group's node other than rank 0, else None. Whether it serves
+    is only asked once it is alone past its deadline."""
+    if link is None or link.is_hub:
+        return None
+    since = link.alone_since()
+    state = {"linked": since is None, "since": since, "serving": None}
+    if since is not None and now + 1 >= float(pending.get("deadline") or 0):
+        state["serving"] = read_unit(pending["unit"])["active_state"] == "active" and healthy(
+            known_good_url({}, pending), api_key(state_dir), 5.0)
+    return state
+
+
+def relay_confirmation(link, last, state_dir):
+    """Rank 0's switch is not pending any more: when its controller confirmed it (not a rollback,
+    not this guard's restore), the server group's other guards hear that the group's is confirmed."""
+    if link is None or not link.is_hub or not last or last.get("phase", GATE) not in (GATE, HELD):
+        return None
+    if ended_on(last["config_id"], None, read_result(state_dir)):
+        return None
+    return link.say(guard_link.CONFIRMED, "%s confirmed" % last.get("variant", "?").upper())
+
+
 def follow(state_dir, poll=FOLLOW_POLL):
     """The follower: watch the pending switch until it ends, and restore when it failed and no
-    controller took it over (decide). Returns the line it says."""
-    first_new, failing = None, None
-    while True:
-        pending = read_pending(state_dir)
-        if not pending:
-            return "inferops.sglang guard (follow): the switch ended (confirmed or rolled back); nothing to do"
-        status = read_unit(pending["unit"])
-        if first_new is None and status["invocation_id"] and status["invocation_id"] != pending.get("invocation"):
-            first_new = (status["invocation_id"], status["n_restarts"])
-        if failing is None:
-            why = observe(pending, status, host_state.read_json(os.path.join(state_dir, VERDICT)), first_new)
-            failing = {"why": why, "since": time.time()} if why else None
-            if failing:
-                say("inferops.sglang guard (follow): %s" % why)
-        # (The deadline first: what acts then is the timer's reason, whoever acts, a failure seen or not.)
-        if decide(pending, DEADLINE, time.time())[0] == RESTORE:
-            return act(state_dir, DEADLINE, failing)
-        if decide(pending, FOLLOW, time.time(), failing)[0] == RESTORE:
-            return act(state_dir, FOLLOW, failing)
-        time.sleep(poll)
+    controller took it over (decide), or when its server group's other guards say so. Returns
+    the line it says."""
+    first_new, failing, link, last = None, None, None, None
+    try:
+        while True:
+            pending = read_pending(state_dir)
+            if not pending:
+                told = relay_confirmation(link, last, state_dir)
+                return "inferops.sglang guard (follow): the switch ended (confirmed or rolled back)%s; nothing to do" % (
+                    "; told ranks %s it is the group's" % ", ".join(map(str, told)) if told else "")
+            if last is None:
+                link = linked(state_dir, pending)
+            last = pending
+            status = read_unit(pending["unit"])
+            if first_new is None and status["invocation_id"] and status["invocation_id"] != pending.get("invocation"):
+                first_new = (status["invocation_id"], status["n_restarts"])
+            if failing is None:
+                why = observe(pending, status, host_state.read_json(os.path.join(state_dir, VERDICT)), first_new)
+                failing = {"why": why, "since": time.time()} if why else None
+                if failing:
+                    say("inferops.sglang guard (follow): %s" % why)
+            heard = link.next_word() if link is not None else None
+            if heard and heard[0] == guard_link.CONFIRMED:
+                return confirmed_by_rank_0(state_dir, pending["config_id"])
+            if heard:
+                return act(state_dir, GROUP, group_failing(pending, *heard), link=link)
+            now = time.time()
+            spoke = spoke_state(link, pending, state_dir, now)
+            # (The deadline first: what acts then is the timer's reason, whoever acts, a failure seen or not.)
+            if decide(pending, DEADLINE, now, spoke=spoke)[0] != WAIT:
+                return act(state_dir, DEADLINE, failing, link=link, spoke=spoke)
+            if decide(pending, FOLLOW, now, failing, spoke)[0] == RESTORE:
+                return act(state_dir, FOLLOW, failing, link=link, spoke=spoke)
+            time.sleep(poll)
+    finally:
+        if link is not None:
+            link.close()
+
+
+def follower_runs(pending):
+    """A server group's follower is what acts for it at the deadline (it speaks for the node on the
+    group's link): the timer's run leaves it to a follower that runs."""
+    if not pending or not pending.get("group"):
+        return False
+    return systemctl("is-active", follower_unit(pending["unit"]))[1] == "active"
 
 
 def main(argv):
@@ -638,5 +807,9 @@ def main(argv):
             state_dir = args.pop(0)
         elif flag == "--reason":
             reason = args.pop(0)
+    if reason == FOLLOW:
+        return 0, follow(state_dir)
+    if reason == DEADLINE and follower_runs(read_pending(state_dir)):
+        return 0, "inferops.sglang guard (deadline): the follower speaks for this node of the server group; it acts"
     # (A run that raised exits non-zero: systemd runs it again, and the switch is still pending.)
-    return 0, follow(state_dir) if reason == FOLLOW else act(state_dir, reason)
+    return 0, act(state_dir, reason)

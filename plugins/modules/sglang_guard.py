@@ -30,13 +30,21 @@ description:
     C(guard.json) in O(state_dir). The deploy lock of the controller that went away is released.
   - A host that boots while a switch is pending restores the known-good at boot, not at the deadline - the
     reboot ended the deploy, so nothing can confirm the switch any more.
+  - A server group's nodes (O(server_group)) are guarded as one - their followers are linked (rank 0's listens on
+    O(group_port) at rank 0's address, where the ranks meet; each other node's keeps a connection to it, its words
+    signed with O(group_key)). A node's guard that restores makes every node restore, and every node's switched
+    server stops before any known-good starts. Another node's confirmation (O(hold)) holds its guard until rank 0's
+    is confirmed, which confirms the group's; so a new release never runs on half a group, whether the controller
+    goes away between two nodes or not. A node whose link to rank 0's guard is lost past its deadline judges
+    alone - it keeps the switch when it still serves with the group (rank 0 ended it without a restore), and
+    restores otherwise.
   - The guard's program is written to C(/usr/local/lib/inferops-sglang/guard/) (this collection's pure
     module_utils, standard library only); its units are C(<unit stem>-guard-follow.service),
     C(<unit stem>-guard.timer), C(<unit stem>-guard.service) and C(<unit stem>-guard-boot.service). A run of
     them that fails is started again by systemd.
   - Arming again moves the deadline (the rollback re-arms for its own restore); it keeps the
     pending switch's start time. A rollback's arm when the guard already restored this switch arms nothing and
-    returns RV(fired).
+    returns RV(fired); while a run of the guard is restoring it, the arm returns at once (its read waits).
   - O(state=read) changes nothing - it says whether the guard already acted on the switch O(config_id)
     (RV(fired)), read under the guard's lock, so a guard run restoring that switch now is waited for and its
     result is read once it ended.
@@ -99,6 +107,32 @@ options:
   cause:
     description: Why the controller rolls back (O(phase=restore)), for the guard's messages.
     type: str
+  server_group:
+    description:
+      - This host's node of a server group - M(inferops.sglang.sglang_group)'s result, whose C(name), C(nodes) (in
+        rank order), C(nnodes), C(node_rank) and C(dist_init_addr) (rank 0's address, where rank 0's guard listens)
+        the guard reads; its other keys are ignored. The guards of the group's nodes are then linked for the switch
+        (see the description). A re-arm of the same switch that omits it keeps it.
+    type: dict
+  group_port:
+    description: The TCP port rank 0's guard listens on at rank 0's address for the other nodes' guards, while a
+      switch is pending (O(server_group) only). It must be free on rank 0 and reachable from every node.
+    type: int
+    default: 30097
+  group_key:
+    description:
+      - The secret the words between a server group's guards are signed with, with the group's name - the service's
+        API key, which every node of a server shares. A word signed otherwise is dropped. Empty - they are signed
+        with the group's name alone, which only keeps another group's words apart.
+    type: str
+    default: ""
+  hold:
+    description:
+      - With O(state=disarmed) - this host is a server group's node other than rank 0; its confirmation holds
+        its guard (phase C(held)) until rank 0's guard, confirmed last, says the group's switch is confirmed, or
+        restores the group.
+    type: bool
+    default: false
   stall:
     description:
       - Seconds a start of the known-good may say nothing in its journal before its first 200; the try then fails
@@ -209,6 +243,12 @@ EXAMPLES = r"""
   inferops.sglang.sglang_guard:
     state: disarmed
     config_id: "{{ plan.config_id }}"
+
+- name: Confirm rank 1 of a server group; its guard holds until rank 0 is confirmed
+  inferops.sglang.sglang_guard:
+    state: disarmed
+    config_id: "{{ plan.config_id }}"
+    hold: true
 
 - name: Read whether the host's guard already restored the known-good over this switch
   inferops.sglang.sglang_guard:
@@ -352,6 +392,24 @@ def input_problem(params):
     if params["timeout"] <= 0 or params["settle"] < 0 or params["leftovers_timeout"] < 0:
         return "timeout must be positive, settle and leftovers_timeout 0 or more (got %s, %s and %s)" % (
             params["timeout"], params["settle"], params["leftovers_timeout"])
+    return group_problem(params)
+
+
+GROUP_KEYS = ("name", "nodes", "nnodes", "node_rank", "dist_init_addr")
+
+
+def group_problem(params):
+    group = params.get("server_group")
+    if not group:
+        return None
+    missing = [key for key in GROUP_KEYS if group.get(key) in (None, "")]
+    if missing:
+        return "server_group lacks %s (give sglang_group's result)" % ", ".join(missing)
+    if not 0 < params["group_port"] < 65536:
+        return "group_port must be a TCP port (1-65535), got %s" % params["group_port"]
+    if not 0 <= int(group["node_rank"]) < int(group["nnodes"]) == len(group["nodes"]):
+        return "server_group %s: node_rank %s is not one of its %s nodes (%s)" % (
+            group["name"], group["node_rank"], group["nnodes"], ", ".join(group["nodes"]))
     return None
 
 
@@ -389,7 +447,16 @@ def pending_record(module, params, now, earlier):
         "lock": {"path": params["lock_path"], "run_id": holder.get("run_id")},
         "gateway": dict(params["gateway"], drained_at=(kept.get("gateway") or {}).get("drained_at") or now)
         if params["gateway"] else kept.get("gateway"),
+        "group": group_record(params) or kept.get("group"),
     }
+
+
+def group_record(params):
+    """The server group's node as the linked guards need it (guard_link), or None for a server on one host."""
+    group = params.get("server_group")
+    if not group:
+        return None
+    return dict(dict((key, group[key]) for key in GROUP_KEYS), port=params["group_port"], key=params["group_key"])
 
 
 def pending_and_fired(params):
@@ -417,6 +484,13 @@ def arm(module, params):
                     fired=None, said=None,
                     msg="would arm the guard of %s until %s (check mode)" % (params["unit"], guard.clock(deadline)))
     handed = handed_over(params) if params["phase"] != "gate" else None
+    busy = guard.restoring(params["config_id"], guard.read_pending(params["state_dir"]),
+                           guard.read_result(params["state_dir"])) if params["phase"] != "gate" else None
+    if busy:
+        # (The host's guard restores this switch now, holding its lock: the rollback's read waits for it.)
+        return dict(changed=False, pending=busy, deadline_at=guard.clock(float(busy["deadline"])), fired=None,
+                    said=None, msg="%s: the host's guard is restoring the known-good already (since %s)"
+                    % (params["unit"], guard.short_clock(float(guard.read_result(params["state_dir"])["time"]))))
     if handed:
         # (The failed gate handed it over: the guard restores it now; the rollback's read waits for it.)
         return dict(changed=False, pending=handed, deadline_at=guard.clock(float(handed["deadline"])), fired=None,
@@ -472,12 +546,26 @@ def disarm(module, params):
         pending, fired = pending_and_fired(params)
         if fired or pending is None:
             return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
+        if params["hold"] and pending.get("group"):
+            return hold(params, pending)
         timer, _service, boot = guard.guard_units(params["unit"])
         run(module, "disable", "--now", timer)
         run(module, "disable", boot)
         # (The follower ends by itself within a second, once it reads that nothing is pending.)
         os.unlink(os.path.join(params["state_dir"], guard.PENDING))
     return dict(changed=True, pending=pending, fired=None, said=None)
+
+
+def hold(params, pending):
+    """A server group's node other than rank 0, confirmed: its guard holds the switch (phase held)
+    until rank 0's guard says the group's is confirmed. The caller holds the guard's lock."""
+    if pending.get("phase") == guard.HELD:
+        return dict(changed=False, pending=pending, fired=None, said=None)
+    held = dict(pending, phase=guard.HELD)
+    guard.write_json(os.path.join(params["state_dir"], guard.PENDING), held, 0o600)
+    return dict(changed=True, pending=held, fired=None, said=None,
+                msg="%s: confirmed; its guard holds until rank 0 of server group %s is confirmed"
+                    % (params["unit"], pending["group"]["name"]))
 
 
 def read(module, params):
@@ -553,6 +641,10 @@ def main():
                                                    api_key=dict(type="str", default="", no_log=True))),
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
+            server_group=dict(type="dict"),
+            group_port=dict(type="int", default=30097),
+            group_key=dict(type="str", default="", no_log=True),
+            hold=dict(type="bool", default=False),
         ),
         required_if=[["state", "armed", ["deadline", "config_id"]], ["state", "said", ["said_time"]],
                      ["state", "read", ["config_id"]]],

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 
 import pytest
 
-from tests.integration.ansible_run import LAB_INVENTORY, run_playbook
-from tests.integration.deploying import cut_after_first_200, guard_evidence, healthy, invocation, report, reset_service
+from tests.integration.ansible_run import LAB_INVENTORY, run_module, run_playbook
+from tests.integration.deploying import (
+    STATE, cut_after_first_200, guard_evidence, healthy, invocation, pending, report, reset_service,
+    wait_for_the_guard)
+from tests.integration.interrupting import at_task, interrupted, kill_controller
 from tests.integration.gateway_lab import PORT, gateway, group_inventory, workers
 from tests.integration.labhost import LabHost, labctl
 
@@ -113,6 +117,8 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
         assert all(invocation(h) != old for h, old in zip((face, peer), before))
         assert healthy(face) and healthy(peer)
         assert report(face)["gateway"]["rejoined"]["msg"].endswith("back in rotation"), report(face)["gateway"]
+        # Rank 0's confirmation is the group's: node 1's guard, held by its own, ends with it.
+        peer.wait_for(lambda: not pending(peer), 30, 0.2, "node 1's guard to end with rank 0's confirmation")
         assert all(not call or call.get("skipped") for call in report(peer)["gateway"].values()), report(peer)
         assert workers(url) == {face_url: (True, "ready")}
 
@@ -224,3 +230,83 @@ def cut_in_the_settle_window(group):
     outcomes = [report(h)["outcome"] for h in (face, peer)]
     assert after_cut is not None and proc.returncode != 0 and outcomes == ["rolled_back", "rolled_back"], (
         outcomes, proc.stdout[-4000:])
+
+
+# The group's switches with the controller gone: the production clock (the host's own judgement
+# brings the known-good back within seconds), or a short one where the deadline is what acts.
+GONE = {"sglang_variant": "dflash", "sglang_perf_gate": {"enabled": False}, "sglang_retry_rolled_back": True,
+        "sglang_service_health_timeout": 1800, "sglang_guard_margin": 300, "sglang_service_health_settle": 12}
+# (Rank 0's deadline 30 s after its arm: nobody confirms it. Its gate passes before, or, on a loaded
+# machine, fails at its 25 s and rank 0's follower restores the group a grace later.)
+SHORT_DEADLINE = dict(GONE, sglang_service_health_timeout=25, sglang_guard_margin=2, sglang_service_health_settle=3)
+# The promise: a failed new server replaced within 90 s of the kill or of the failure.
+REPLACED_WITHIN_S = 90
+
+
+def serving_nextn(group):
+    face, peer = group["hosts"]
+    if not all(h.run("test -e /etc/systemd/system/sglang.service", check=False).returncode == 0 and
+               variant(h) == "nextn" and healthy(h) and not pending(h) for h in (face, peer)):
+        proc = run(group, "deploy_nextn")
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        # (Rank 0's confirmation is the group's: node 1's guard ends with it.)
+        try:
+            peer.wait_for(lambda: not pending(peer), 30, 0.2, "node 1's guard to end with rank 0's confirmation")
+        except AssertionError as exc:
+            raise AssertionError("%s\n%s\n%s" % (exc, guard_evidence(peer), guard_evidence(face)))
+    for host in (face, peer):
+        host.run("rm -f %sguard.json %srolled-back/*.json /run/inferops-sglang/deploy.lock" % (STATE, STATE))
+
+
+def killed_while_the_gate_waits(group, extra):
+    """The group's switch to DFLASH, its controller killed (as its machine dies) once both nodes
+    restarted and the gate waits: both nodes' switches pending, in their gate."""
+    face, peer = group["hosts"]
+    interrupted(face, at_task("Gate on health"), kill_controller, "deploy", extra, limit="grp_a",
+                inventory=(LAB_INVENTORY, group["inventory"]))
+    switches = [json.loads(h.run(["cat", STATE + "pending.json"]).stdout) for h in (face, peer)]
+    assert [s["phase"] for s in switches] == ["gate", "gate"], switches
+    return switches
+
+
+def restored_as_one(group, reasons):
+    """Both nodes' guards restored NEXTN, healthy, nothing pending; their results, in rank order."""
+    try:
+        results = [wait_for_the_guard(host, 180) for host in group["hosts"]]
+    except AssertionError as exc:
+        raise AssertionError("%s\n--- %s's guard:\n%s" % (exc, group["hosts"][1].name, guard_evidence(group["hosts"][1])))
+    for host, result, allowed in zip(group["hosts"], results, reasons):
+        assert result["reason"] in allowed and (result["restored"], result["healthy"]) == ("nextn", True), (
+            host.name, result, guard_evidence(host))
+    assert all(variant(h) == "nextn" and healthy(h) for h in group["hosts"])
+    return results
+
+
+def test_a_node_that_dies_with_the_controller_gone_makes_the_whole_group_restore(group):
+    """Node 1's server dies while the gate waits and no controller is there: its guard restores
+    it, and tells rank 0's, which restores the group; every node stops before any starts."""
+    peer = group["hosts"][1]
+    serving_nextn(group)
+    killed_while_the_gate_waits(group, GONE)
+    died = time.time()
+    peer.run(["systemctl", "kill", "--signal=SIGKILL", "sglang.service"])
+    at_face, at_peer = restored_as_one(group, (("group", "follow"), ("follow", "group")))
+    assert "ctg1 (rank 1)" in at_face["why"] or at_face["reason"] == "follow", at_face
+    assert at_peer["group_barrier"] == "rank 0 said start", at_peer
+    back = max(r["time"] + r["seconds"] for r in (at_face, at_peer)) - died
+    print("\nnode 1 died -> the group healthy on NEXTN again: %.1f s (%s)" % (back, at_face["why"]))
+    assert back < REPLACED_WITHIN_S, (at_face, at_peer)
+
+
+def test_a_group_whose_controller_died_between_its_two_nodes_confirmations_restores_as_one(group):
+    """Node 1 confirmed (held, as the controller confirms it), rank 0 not: rank 0's guard restores
+    at its deadline and tells node 1's, which its confirmation only held; a new release never
+    runs on half the group."""
+    serving_nextn(group)
+    config_id = killed_while_the_gate_waits(group, SHORT_DEADLINE)[1]["config_id"]
+    held = run_module("ctg1", "inferops.sglang.sglang_guard", {"state": "disarmed", "hold": True, "config_id": config_id},
+                      inventory=(group["inventory"],))
+    assert held.get("changed") and held["pending"]["phase"] == "held", held
+    at_face, at_peer = restored_as_one(group, (("deadline", "follow"), ("group",)))
+    assert at_peer["why"].startswith("ct200 (rank 0)'s guard restores the server group"), at_peer
+    print("\nrank 0 unconfirmed -> the group restored at its deadline: %s" % at_face["why"])

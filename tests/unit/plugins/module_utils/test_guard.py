@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils import guard, host_state
+from ansible_collections.inferops.sglang.plugins.module_utils import guard, guard_link, host_state
 
 T0 = 1796300000.0
 PENDING = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "started": T0, "deadline": T0 + 330}
@@ -303,7 +305,7 @@ def test_the_follower_acts_for_the_reason_that_came(tmp_path, monkeypatch, pendi
     (tmp_path / guard.PENDING).write_text(json.dumps(pending))
     monkeypatch.setattr(guard, "read_unit", lambda unit: status("new", active="failed", sub="failed"))
     acted = []
-    monkeypatch.setattr(guard, "act", lambda state_dir, why, failing: acted.append((why, failing["why"])) or "done")
+    monkeypatch.setattr(guard, "act", lambda state_dir, why, failing, **_kw: acted.append((why, failing["why"])) or "done")
     assert guard.follow(str(tmp_path), poll=0.01) == "done"
     assert acted == [(reason, "sglang.service: unit failed (result success)")]
 
@@ -396,3 +398,154 @@ def test_a_failed_switch_is_on_the_record_as_rolled_back_once(tmp_path, pending,
     guard.remember_failure(str(tmp_path), pending, {"why": "unit failed"})
     record = json.loads(open(host_state.rolled_back_path(str(tmp_path), pending["config_id"])).read())
     assert record["cause"] == cause, record
+
+
+# A server group's node other than rank 0 (a spoke of the guards' link), and rank 0's word.
+SPOKE_PENDING = dict(ARMED, group={"name": "grp_a", "nodes": ["ct200", "ctg1"], "nnodes": 2, "node_rank": 1})
+LINKED, ALONE = {"linked": True, "since": None, "serving": None}, {"linked": False, "since": T0 + 300, "serving": None}
+
+
+@pytest.mark.parametrize("pending, reason, now, failing, spoke, action, why", [
+    (SPOKE_PENDING, guard.GROUP, T0 + 20, {"why": "ct200 (rank 0)'s guard restores the server group (oom)"}, LINKED,
+     guard.RESTORE, "ct200 (rank 0)'s guard restores the server group (oom); the server group restores as one"),
+    (dict(SPOKE_PENDING, phase="rollback"), guard.GROUP, T0 + 20, {"why": "ctg1 (rank 1) restores (x)"}, None,
+     guard.RESTORE, "ctg1 (rank 1) restores (x); the server group restores as one"),
+    (SPOKE_PENDING, guard.DEADLINE, T0 + 331, None, LINKED, guard.WAIT,
+     "rank 0's guard decides for the server group at its deadline"),
+    (SPOKE_PENDING, guard.DEADLINE, T0 + 391, None, LINKED, guard.RESTORE,
+     "rank 0's guard did not decide for the server group by 2026-12-03 12:19:50 UTC"),
+    (SPOKE_PENDING, guard.DEADLINE, T0 + 340, None, ALONE, guard.WAIT,
+     "rank 0's guard is out of reach; this node judges alone at 12:19:20"),
+    (SPOKE_PENDING, guard.DEADLINE, T0 + 361, None, dict(ALONE, serving=True), guard.CONFIRM,
+     "rank 0's guard ended the switch without a restore, and this node serves DDTREE with the group: the group's "
+     "switch holds"),
+    (dict(SPOKE_PENDING, phase="held"), guard.DEADLINE, T0 + 361, None, dict(ALONE, serving=True), guard.CONFIRM,
+     "rank 0's guard ended the switch without a restore, and this node serves DDTREE with the group: the group's "
+     "switch holds"),
+    (SPOKE_PENDING, guard.DEADLINE, T0 + 361, None, dict(ALONE, serving=False), guard.RESTORE,
+     "rank 0's guard is out of reach, and this node does not serve DDTREE"),
+    (dict(SPOKE_PENDING, phase="rollback"), guard.DEADLINE, T0 + 361, None, dict(ALONE, serving=True), guard.RESTORE,
+     "rank 0's guard is out of reach, and the controller's rollback did not end"),
+    (dict(SPOKE_PENDING, phase="held"), guard.FOLLOW, T0 + 30, FAILING, LINKED, guard.RESTORE,
+     "DDTREE failed (sglang.service: unit failed (result exit-code)) at 12:13:26, and no controller took it over "
+     "within 10 s"),
+], ids=["rank 0's guard restores: so does this node", "another node restores, during a rollback: so does this one",
+        "linked at its deadline: rank 0's guard decides", "rank 0's guard a minute late: restores",
+        "alone at its deadline: a failure rank 0's restore caused has time to show",
+        "alone, and it serves with the group: rank 0 was confirmed", "held, alone and serving: confirmed",
+        "alone, not serving: restores", "alone during the controller's rollback: restores",
+        "held, and its server fails: restores after the grace, as in the gate"])
+def test_decide_for_a_server_groups_node(pending, reason, now, failing, spoke, action, why):
+    assert guard.decide(pending, reason, now, failing, spoke) == (action, why)
+
+
+def test_a_server_groups_guards_hear_each_other_and_only_each_other():
+    """Rank 0's hub and two spokes on loopback: words both ways, signed; a spoke with another
+    key (another group, or someone without the API key) is never heard; the barrier lets the
+    hub start once each linked spoke stopped."""
+    group = {"name": "grp_a", "node_rank": 0, "dist_init_addr": "127.0.0.1:1", "port": 0}
+    hub = guard_link.open_link(group, "api-key")
+    port = hub.listener.getsockname()[1]
+    spokes = [guard_link.Spoke("127.0.0.1", port, guard_link.signing_key("api-key", "grp_a"), rank) for rank in (1, 2)]
+    stranger = guard_link.Spoke("127.0.0.1", port, guard_link.signing_key("not-the-key", "grp_a"), 3)
+    try:
+        wait_until(lambda: hub.peers() == [1, 2] and all(s.linked() for s in spokes))
+        assert stranger.linked(), "connected, but its hello was dropped"
+        assert spokes[0].say(guard_link.FAILED, "unit failed", "follow") == [0]
+        wait_until(lambda: not hub.inbox.empty())
+        assert hub.next_word() == (guard_link.FAILED, 1, "unit failed", "follow") and hub.next_word() is None
+        assert stranger.say(guard_link.FAILED, "forged") == [0]
+        assert sorted(hub.say(guard_link.RESTORE, "grp_a restores", "follow")) == [1, 2]
+        wait_until(lambda: all(not s.inbox.empty() for s in spokes))
+        assert [s.next_word() for s in spokes] == [(guard_link.RESTORE, 0, "grp_a restores", "follow")] * 2
+        assert hub.next_word() is None, "the stranger's word was dropped"
+        # The barrier: each spoke says it stopped and waits; the hub says start once both did.
+        said = []
+        waiters = [threading.Thread(target=lambda s=s: said.append(guard_link.barrier(s, 10))) for s in spokes]
+        for thread in waiters:
+            thread.start()
+        assert guard_link.barrier(hub, 10) == "every linked node stopped (ranks 1, 2)"
+        for thread in waiters:
+            thread.join(10)
+        assert said == ["rank 0 said start"] * 2
+    finally:
+        for end in spokes + [stranger, hub]:
+            end.close()
+
+
+def test_a_barrier_goes_on_without_a_node_that_never_says_it_stopped():
+    hub = guard_link.open_link({"name": "grp_a", "node_rank": 0, "dist_init_addr": "127.0.0.1:1", "port": 0}, "")
+    spoke = guard_link.Spoke("127.0.0.1", hub.listener.getsockname()[1], guard_link.signing_key("", "grp_a"), 1)
+    try:
+        wait_until(lambda: hub.peers() == [1])
+        assert guard_link.barrier(hub, 1) == "went on after 1 s without the word of rank 1"
+        assert guard_link.barrier(spoke, 5) == "rank 0 said start", "the hub said it once it went on"
+        hub.close()
+        wait_until(lambda: not spoke.linked())
+        assert spoke.alone_since() is not None
+        alone = guard_link.Spoke("127.0.0.1", spoke.port, guard_link.signing_key("", "grp_a"), 2)
+        assert guard_link.barrier(alone, 5) == "rank 0's guard is out of reach: started alone"
+        alone.close()
+    finally:
+        spoke.close()
+
+
+def wait_until(condition, timeout=10.0):
+    """A hang guard for the link's threads (loopback answers in milliseconds)."""
+    until = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < until, "timed out"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("last, result, relayed", [
+    (dict(SPOKE_PENDING, config_id="c0ffee"), None, True),
+    (dict(SPOKE_PENDING, config_id="c0ffee", phase="rollback"), None, False),
+    (dict(SPOKE_PENDING, config_id="c0ffee"), {"pending": {"config_id": "c0ffee"}, "reason": "follow"}, False),
+], ids=["its controller confirmed rank 0: the group hears it", "a rollback's disarm: not a confirmation",
+        "rank 0's guard restored: not a confirmation"])
+def test_rank_0s_guard_says_the_group_is_confirmed_only_when_its_controller_did(tmp_path, last, result, relayed):
+    if result:
+        (tmp_path / guard.RESULT).write_text(json.dumps(result))
+    sent = []
+
+    class Hub(object):
+        is_hub = True
+
+        def say(self, word, why="", kind=""):
+            sent.append(word)
+            return [1]
+    told = guard.relay_confirmation(Hub(), last, str(tmp_path))
+    assert (told, sent) == (([1], [guard_link.CONFIRMED]) if relayed else (None, []))
+
+
+def test_a_spoke_the_group_confirmed_ends_its_guard_and_one_told_to_restore_acts_for_the_group(tmp_path, monkeypatch):
+    pending = dict(SPOKE_PENDING, config_id="c0ffee", unit="sglang.service")
+    monkeypatch.setattr(guard, "read_unit", lambda unit: status("old"))
+    monkeypatch.setattr(guard, "disarm_units", lambda unit: None)
+
+    class Spoke(object):
+        is_hub = False
+
+        def __init__(self, words):
+            self.words = list(words)
+
+        def next_word(self):
+            return self.words.pop(0) if self.words else None
+
+        def alone_since(self):
+            return None
+
+        def close(self):
+            pass
+    (tmp_path / guard.PENDING).write_text(json.dumps(pending))
+    monkeypatch.setattr(guard, "linked", lambda state_dir, p: Spoke([(guard_link.CONFIRMED, 0, "DDTREE confirmed", "")]))
+    assert guard.follow(str(tmp_path), poll=0.01).endswith("the server group's switch; confirmed")
+    assert not (tmp_path / guard.PENDING).exists()
+    (tmp_path / guard.PENDING).write_text(json.dumps(pending))
+    acted = []
+    monkeypatch.setattr(guard, "linked", lambda state_dir, p: Spoke([(guard_link.RESTORE, 0, "oom", "follow")]))
+    monkeypatch.setattr(guard, "act", lambda state_dir, why, failing, **kw: acted.append((why, failing)) or "done")
+    assert guard.follow(str(tmp_path), poll=0.01) == "done"
+    assert acted[0][0] == guard.GROUP and acted[0][1]["failed"], acted
+    assert acted[0][1]["why"] == "ct200 (rank 0)'s guard restores the server group (oom)"

@@ -104,6 +104,22 @@ def test_read_waits_for_a_guard_run_that_restores_the_switch_and_reads_how_it_en
     assert holding.is_set() and answer["fired"] == ACTED and answer["pending"] is None, answer
 
 
+def test_a_rollbacks_arm_returns_at_once_while_the_guard_restores_the_switch(tmp_path):
+    """The guard's own run restores the switch (its follower's grace ran out) and holds its lock:
+    the rollback's hand-over returns at once, and its read (restore.yml) waits for the end."""
+    pending = dict(ARM, deadline=T0 + 330)
+    (tmp_path / "pending.json").write_text(json.dumps(pending))
+    (tmp_path / "guard.json").write_text(json.dumps(dict(ACTED, pending=pending, healthy=False,
+                                                         error=guard.UNFINISHED)))
+    module = MagicMock(check_mode=False)
+    with guard.Locked(str(tmp_path)):
+        got = sglang_guard.arm(module, dict(PARAMS, state_dir=str(tmp_path), phase="restore", deadline=5.0))
+    assert (got["changed"], got["pending"]) == (False, pending) and "restoring the known-good already" in got["msg"]
+    # (An earlier switch's unfinished run is not this one's.)
+    assert guard.restoring("c0ffee", pending, dict(ACTED, pending=dict(ARM, armed_at=T0 - 600),
+                                                   error=guard.UNFINISHED)) is None
+
+
 def test_read_on_a_host_the_deploy_has_not_prepared_finds_nothing(tmp_path):
     assert read(tmp_path / "none") == dict(changed=False, pending=None, fired=None, ended=None, rollback=None, said=None)
 
