@@ -188,10 +188,8 @@ class Hub(Link):
 
     def close(self):
         self.closed = True
-        try:
-            self.listener.close()
-        except OSError:
-            pass
+        # (Shut down first: a close alone leaves the accept() of the other thread listening.)
+        hang_up(self.listener)
         with self.lock:
             conns = list(self.conns.values())
         for sock in conns:

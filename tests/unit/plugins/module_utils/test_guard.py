@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 
@@ -483,9 +484,13 @@ def test_a_barrier_goes_on_without_a_node_that_never_says_it_stopped():
         hub.close()
         wait_until(lambda: not spoke.linked())
         assert spoke.alone_since() is not None
-        alone = guard_link.Spoke("127.0.0.1", spoke.port, guard_link.signing_key("", "grp_a"), 2)
+        # (A port held and never listened on: nothing answers there, not even the connect itself.)
+        held = socket.socket()
+        held.bind(("127.0.0.1", 0))
+        alone = guard_link.Spoke("127.0.0.1", held.getsockname()[1], guard_link.signing_key("", "grp_a"), 2)
         assert guard_link.barrier(alone, 5) == "rank 0's guard is out of reach: started alone"
         alone.close()
+        held.close()
     finally:
         spoke.close()
 
