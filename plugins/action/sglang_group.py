@@ -15,18 +15,6 @@ from ansible_collections.inferops.sglang.plugins.plugin_utils.run import run_id
 
 
 class ActionModule(DecisionAction):
-    ARGUMENT_SPEC = dict(
-        name=dict(type="str", required=True),
-        nodes=dict(type="list", elements="str", required=True),
-        dist_init_addr=dict(type="str", default=""),
-        in_play=dict(type="list", elements="str", required=True),
-        batch=dict(type="list", elements="str", required=True),
-        active=dict(type="list", elements="str", required=True),
-        plans=dict(type="list", elements="raw"),
-        ready=dict(type="dict"),
-        variant=dict(type="str", default=""),
-    )
-
     def decide(self, args, task_vars):
         if args["plans"] is not None and args["ready"] is not None:
             raise AnsibleActionFail("parameters are mutually exclusive: plans|ready (say the node is ready in one task, "

@@ -19,28 +19,6 @@ GUARD_MODULE = "inferops.sglang.sglang_guard"
 
 
 class ActionModule(DecisionAction):
-    ARGUMENT_SPEC = dict(
-        plan=dict(type="dict", required=True),
-        variant=dict(type="str", required=True),
-        version=dict(type="str", required=True),
-        release=dict(type="str", required=True),
-        unit=dict(type="str", default="sglang.service"),
-        state_dir=dict(type="str", default="/etc/sglang"),
-        validation=dict(type="dict"),
-        restart=dict(type="dict"),
-        gate=dict(type="dict"),
-        perf=dict(type="dict"),
-        baseline=dict(type="dict"),
-        failure=dict(type="str", default=""),
-        guard=dict(type="dict"),
-        fail_on_rollback=dict(type="bool", default=True),
-        server_group=dict(type="dict", default={}),
-        group_said=dict(type="list", elements="raw"),
-        link=dict(type="dict"),
-        publish=dict(type="bool", default=False),
-        trial=dict(type="bool", default=False),
-    )
-
     def decide(self, args, task_vars):
         the_plan = args["plan"]
         run = self.run_facts(args)

@@ -24,41 +24,6 @@ from ansible_collections.inferops.sglang.plugins.plugin_utils.run import run_id
 
 FACTS_MODULE = "inferops.sglang.sglang_facts"
 
-ARGUMENT_SPEC = dict(
-    variant=dict(type="str", required=True),
-    variants=dict(type="dict", required=True),
-    envelope=dict(type="raw", default={}),
-    overrides=dict(type="raw", default={}),
-    extra_args=dict(type="dict", default={}),
-    model_path=dict(type="str", default=""),
-    draft_model_path=dict(type="str", default=""),
-    release=dict(type="str", default=""),
-    version=dict(type="str", required=True),
-    flags_by_version=dict(type="dict", default={}),
-    launcher=dict(type="str", default="sglang.launch_server"),
-    host=dict(type="str", default="127.0.0.1"),
-    port=dict(type="int", default=30000),
-    api_key=dict(type="str", default="", no_log=True),
-    unit=dict(type="str", default="sglang.service"),
-    adopt=dict(type="str", default=""),
-    user=dict(type="str", default="sglang"),
-    group=dict(type="str", default="sglang"),
-    state_dir=dict(type="str", default="/etc/sglang"),
-    data_dir=dict(type="str", default="/var/lib/sglang"),
-    lock_path=dict(type="str", default="/run/inferops-sglang/deploy.lock"),
-    lock=dict(type="dict", default={}),
-    retry_rolled_back=dict(type="bool", default=False),
-    perf_gate=dict(type="dict", default={}),
-    canary=dict(type="str", default=""),
-    canary_report=dict(type="dict"),
-    deploy_id=dict(type="str", default=""),
-    started=dict(type="float"),
-    unit_template=dict(type="str", default="sglang.service.j2"),
-    env_template=dict(type="str", default="sglang.env.j2"),
-    checker=dict(type="str", default="validate_server_args.py"),
-    server_group=dict(type="dict", default={}),
-)
-
 
 def refuse_bad_inputs(host, args):
     """Bad inputs are refused first, under the inventory's names (an envelope that is not a
@@ -71,8 +36,6 @@ def refuse_bad_inputs(host, args):
 
 
 class ActionModule(DecisionAction):
-    ARGUMENT_SPEC = ARGUMENT_SPEC
-
     def decide(self, args, task_vars):
         host = task_vars.get("inventory_hostname")
         skip = self.canary_verdict(host, args)

@@ -16,22 +16,6 @@ GPU_MODULE = "inferops.sglang.gpu_facts"
 
 
 class ActionModule(DecisionAction):
-    ARGUMENT_SPEC = dict(
-        host_class=dict(type="str", default=""),
-        gpu_model=dict(type="str", required=True),
-        envelope=dict(type="dict", required=True),
-        variant=dict(type="str", required=True),
-        variants=dict(type="dict", required=True),
-        model_path=dict(type="str", required=True),
-        draft_model_path=dict(type="str", default=""),
-        models=dict(type="dict", default={}),
-        attention_backend_sm=dict(type="dict", default={}),
-        check_fit=dict(type="bool", default=True),
-        unit=dict(type="str", default="sglang.service"),
-        adopt=dict(type="str", default=""),
-        nnodes=dict(type="int", default=1),
-    )
-
     def decide(self, args, task_vars):
         # (A variant without a draft model is not held to one: sglang_service_variants' draft: true.)
         draft = args["draft_model_path"] if service_config.needs_draft(args["variants"], args["variant"]) else ""

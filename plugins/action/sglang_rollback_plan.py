@@ -15,13 +15,6 @@ from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import De
 
 
 class ActionModule(DecisionAction):
-    ARGUMENT_SPEC = dict(
-        unit=dict(type="str", default="sglang.service"),
-        host=dict(type="str", default="127.0.0.1"),
-        port=dict(type="int", default=30000),
-        state_dir=dict(type="str", default="/etc/sglang"),
-    )
-
     def decide(self, args, task_vars):
         unit_path = service_config.paths(args["unit"], args["state_dir"])["unit"]
         answer = self.call(FACTS_MODULE, {"unit": args["unit"], "url": "http://%s:%s/health" % (args["host"], args["port"]),

@@ -21,22 +21,6 @@ from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import De
 
 class ActionModule(DecisionAction):
     _requires_connection = False
-    ARGUMENT_SPEC = dict(
-        host_class=dict(type="str", required=True),
-        variants=dict(type="list", elements="str", required=True),
-        envelope=dict(type="dict", required=True),
-        bounds=dict(type="dict", default={}),
-        min_context=dict(type="int", default=1),
-        max_tries=dict(type="int", default=12),
-        time_limit=dict(type="float", default=3600),
-        started=dict(type="float"),
-        attempts=dict(type="list", elements="dict", default=[]),
-        last=dict(type="dict"),
-        report=dict(type="dict"),
-        known_good=dict(type="dict", default={}),
-        dir=dict(type="str", default=""),
-        finish=dict(type="bool", default=False),
-    )
 
     def decide(self, args, task_vars):
         problems = tune.bounds_problems(args["bounds"], args["min_context"], args["envelope"])

@@ -18,10 +18,6 @@ from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import De
 
 class ActionModule(DecisionAction):
     _requires_connection = False
-    ARGUMENT_SPEC = dict(
-        dir=dict(type="str", required=True),
-        classes=dict(type="list", elements="str", required=True),
-    )
 
     def decide(self, args, task_vars):
         folder = os.path.abspath(os.path.expanduser(args["dir"]))

@@ -2,16 +2,19 @@
 # Copyright: (c) 2026, inferops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the deploy's decision actions (sglang_plan, sglang_preflight, sglang_outcome,
-sglang_rollback_plan) share: their arguments validated against their spec, as plain data, and
+sglang_rollback_plan, sglang_group, sglang_tune, sglang_tuned) share: their arguments validated
+against their module's DOCUMENTATION (documented_spec: one spec per action), as plain data, and
 `elapsed` in every result. Each says what it decides in `decide()`."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import sys
 import time
 
 from ansible.plugins.action import ActionBase
+from ansible_collections.inferops.sglang.plugins.plugin_utils.documented_spec import documented_spec
 
 
 def plain(value):
@@ -29,12 +32,11 @@ class DecisionAction(ActionBase):
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
-    ARGUMENT_SPEC = {}
 
     def run(self, tmp=None, task_vars=None):
         result = super(DecisionAction, self).run(tmp, task_vars)
         started = time.monotonic()
-        checked, args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC)
+        checked, args = self.validate_argument_spec(argument_spec=documented_spec(sys.modules[type(self).__module__].__file__))
         result.update(self.decide(plain(args), task_vars))
         result["elapsed"] = round(time.monotonic() - started, 2)
         return result
