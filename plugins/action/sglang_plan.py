@@ -11,18 +11,31 @@ __metaclass__ = type
 
 import hashlib
 import os
+import pwd
 import time
 
+from ansible import constants
 from ansible.errors import AnsibleActionFail
 from ansible.template import trust_as_template
-# What ansible.builtin.template and its lookup add to a template's variables (ansible_managed,
-# template_path...): the same call, so that the texts are byte for byte the lookup's.
-from ansible._internal._templating import _template_vars
 from ansible_collections.inferops.sglang.plugins.module_utils import canary, deploy_plan, server_group, service_config
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction, plain
 from ansible_collections.inferops.sglang.plugins.plugin_utils.run import run_id
 
 FACTS_MODULE = "inferops.sglang.sglang_facts"
+
+
+def ansible_managed(name, path):
+    """`ansible_managed` as ansible.builtin.template sets it for a template (ansible-core's
+    DEFAULT_MANAGED_STR, its {host}, {uid} and {file} filled in, and strftime at the template's
+    mtime), made here: ansible-core asks collections to inline what they need of its template
+    variables rather than call its internals. The role's templates use no other."""
+    stat = os.stat(path)
+    try:
+        owner = pwd.getpwuid(stat.st_uid).pw_name
+    except KeyError:
+        owner = stat.st_uid
+    text = constants.config.get_config_value("DEFAULT_MANAGED_STR").format(host=os.uname()[1], uid=owner, file=name)
+    return time.strftime(text, time.localtime(stat.st_mtime))
 
 
 def refuse_bad_inputs(host, args):
@@ -141,8 +154,7 @@ class ActionModule(DecisionAction):
         for folder in task_vars.get("ansible_search_path", []):
             searchpath += [os.path.join(folder, "templates"), folder]
         variables = dict(task_vars)
-        variables.update(_template_vars.generate_ansible_template_vars(
-            path=name, fullpath=path, include_ansible_managed="ansible_managed" not in variables))
+        variables.setdefault("ansible_managed", ansible_managed(name, path))
         variables.update(extra)
         templar = self._templar.copy_with_new_env(available_variables=variables, searchpath=searchpath)
         return str(templar.template(trust_as_template(self._loader.get_text_file_contents(path)),
