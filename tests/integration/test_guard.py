@@ -15,9 +15,7 @@ slowed (a fault); the guard's deadline is short here (health timeout 20 s + sett
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import time
 
 import pytest
@@ -101,17 +99,13 @@ def assert_restored_by_the_guard(host, reason, kg_unit):
     assert "UNVERIFIED" not in status.stdout
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
-def test_the_host_restores_the_known_good_when_the_controller_goes_away(nextn, sig):
+def test_the_host_restores_the_known_good_at_its_deadline_when_a_ctrl_c_left_a_slow_start_unconfirmed(nextn):
+    """DDTREE starts slowly and never fails; Ctrl-C after the restart: nobody confirms it, and the
+    host restores NEXTN at the guard's deadline. (The controller killed as its machine dies is
+    the kill matrix's, below: a SIGKILL of the main's process group alone left a worker behind.)"""
     host = nextn
     kg_unit = host.run(["cat", UNIT]).stdout
-
-    def interrupt(proc):
-        if sig == signal.SIGKILL:
-            os.killpg(proc.pid, sig)   # the whole controller, at once
-        else:
-            proc.send_signal(sig)
-    assert interrupted_after_the_restart(host, interrupt).returncode != 0
+    assert interrupted_after_the_restart(host, sigint).returncode != 0
     assert_restored_by_the_guard(host, "deadline", kg_unit)
 
 

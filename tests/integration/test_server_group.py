@@ -234,8 +234,10 @@ def cut_in_the_settle_window(group):
 
 # The group's switches with the controller gone: the production clock (the host's own judgement
 # brings the known-good back within seconds), or a short one where the deadline is what acts.
+# (A grace of 5 s: what the rows show is the group's restore, not the production grace, 15 s.)
 GONE = {"sglang_variant": "dflash", "sglang_perf_gate": {"enabled": False}, "sglang_retry_rolled_back": True,
-        "sglang_service_health_timeout": 1800, "sglang_guard_margin": 300, "sglang_service_health_settle": 12}
+        "sglang_service_health_timeout": 1800, "sglang_guard_margin": 300, "sglang_service_health_settle": 12,
+        "sglang_guard_grace": 5}
 # (Rank 0's deadline 30 s after its arm: nobody confirms it. Its gate passes before, or, on a loaded
 # machine, fails at its 25 s and rank 0's follower restores the group a grace later.)
 SHORT_DEADLINE = dict(GONE, sglang_service_health_timeout=25, sglang_guard_margin=2, sglang_service_health_settle=3)
