@@ -17,7 +17,7 @@ T0 = 1796300000.0
 PARAMS = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "deadline": 330.0, "unit": "sglang.service",
           "unit_dir": "/etc/systemd/system", "group": "root", "timeout": 600.0, "settle": 3.0, "grace": 15.0,
           "leftovers_timeout": 60.0, "tolerance_mib": 1024, "host": "127.0.0.1", "port": 30000, "gateway": None,
-          "cause": None, "wait": 0.0}
+          "cause": None, "wait": 0.0, "server_group": None, "group_port": 30097, "group_key": ""}
 GATEWAY = {"url": "http://198.18.7.1:38000", "worker_url": "http://198.18.7.2:30000", "api_key": ""}
 
 
@@ -47,13 +47,23 @@ def test_pending_record(tmp_path, earlier, over, expected):
     assert got["armed_at"] == T0 and got["deadline"] == T0 + 330.0
 
 
+# A server group's node as sglang_group says it (its other keys are ignored).
+NODE = {"name": "grp_a", "nodes": ["ct200", "ctg1"], "nnodes": 2, "node_rank": 1, "face": False,
+        "dist_init_addr": "198.18.3.32:29500", "changed": False}
+
+
 @pytest.mark.parametrize("over, problem", [
     ({"deadline": -1877.0}, "deadline must be a positive number of seconds, got -1877.0"),
     ({"grace": 60.0}, "grace must be more than 0 and at most 15 seconds, got 60.0"),
     ({"grace": 0.0}, "grace must be more than 0 and at most 15 seconds, got 0.0"),
     ({"settle": -1.0}, "timeout must be positive, settle and leftovers_timeout 0 or more"),
+    ({"server_group": dict(NODE, node_rank=2)}, "server_group grp_a: node_rank 2 is not one of its 2 nodes (ct200, ctg1)"),
+    ({"server_group": dict(NODE, dist_init_addr="")}, "server_group lacks dist_init_addr (give sglang_group's result)"),
+    ({"server_group": NODE, "group_port": 70000}, "group_port must be a TCP port (1-65535), got 70000"),
+    ({"server_group": NODE, "group_port": 30097}, None),
     ({}, None),
-], ids=["a negative margin", "a grace over 15 s", "no grace", "a negative settle", "in range"])
+], ids=["a negative margin", "a grace over 15 s", "no grace", "a negative settle", "a rank the group does not have",
+        "a group without its address", "a port out of range", "a server group's node, in range", "in range"])
 def test_inputs_out_of_range_are_refused_before_anything_is_written(over, problem):
     said = sglang_guard.input_problem(dict(PARAMS, **over))
     assert (said or "").startswith(problem or "") and (said is None) is (problem is None)
