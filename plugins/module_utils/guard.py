@@ -627,10 +627,16 @@ def remember_failure(state_dir, pending, failing):
     write_json(path, record)
 
 
-def disarm_units(unit):
+def end_pending(state_dir, unit, run=None):
+    """The switch is confirmed: the guard's timer and boot unit are disabled and nothing is pending
+    (the follower ends by itself within a second, once it reads so). `run(*args)` runs systemctl
+    (the module's fails on an error); the guard's own run goes on whatever systemctl says. The
+    caller holds the lock."""
+    run = run or systemctl
     timer, _service, boot = guard_units(unit)
-    systemctl("disable", "--now", timer)
-    systemctl("disable", boot)
+    run("disable", "--now", timer)
+    run("disable", boot)
+    os.unlink(os.path.join(state_dir, PENDING))
 
 
 def act(state_dir, reason, failing=None, now=None, link=None, spoke=None):
@@ -660,8 +666,7 @@ def act(state_dir, reason, failing=None, now=None, link=None, spoke=None):
         if failed or (reason == ROLLBACK and pending.get("remember")):
             remember_failure(state_dir, pending, failing)
         write_json(os.path.join(state_dir, RESULT), result)
-        os.unlink(os.path.join(state_dir, PENDING))
-        disarm_units(pending["unit"])
+        end_pending(state_dir, pending["unit"])
         return "inferops.sglang guard (%s): %s" % (reason, said(result))
 
 
@@ -691,8 +696,7 @@ def group_failing(pending, word, rank, why, kind):
 def confirm_with_the_group(state_dir, pending, why):
     """A server group's node whose rank 0 confirmed the switch (the group's, confirmed last): the
     guard ends as the controller's own confirmation would. The caller holds the lock."""
-    os.unlink(os.path.join(state_dir, PENDING))
-    disarm_units(pending["unit"])
+    end_pending(state_dir, pending["unit"])
     return "inferops.sglang guard (group): %s; confirmed" % why
 
 

@@ -476,6 +476,14 @@ def handed_over(params):
     return None
 
 
+def restoring_now(params):
+    """(the pending switch config_id, when the guard's run began) while a guard run restores it now,
+    else (None, None). Read without the lock, which that run holds."""
+    result = guard.read_result(params["state_dir"])
+    busy = guard.restoring(params["config_id"], guard.read_pending(params["state_dir"]), result)
+    return (busy, float(result["time"])) if busy else (None, None)
+
+
 def arm(module, params):
     now = time.time()
     deadline = now + deadline_in(params)
@@ -484,13 +492,12 @@ def arm(module, params):
                     fired=None, said=None,
                     msg="would arm the guard of %s until %s (check mode)" % (params["unit"], guard.clock(deadline)))
     handed = handed_over(params) if params["phase"] != "gate" else None
-    busy = guard.restoring(params["config_id"], guard.read_pending(params["state_dir"]),
-                           guard.read_result(params["state_dir"])) if params["phase"] != "gate" else None
+    busy, since = restoring_now(params) if params["phase"] != "gate" else (None, None)
     if busy:
         # (The host's guard restores this switch now, holding its lock: the rollback's read waits for it.)
         return dict(changed=False, pending=busy, deadline_at=guard.clock(float(busy["deadline"])), fired=None,
                     said=None, msg="%s: the host's guard is restoring the known-good already (since %s)"
-                    % (params["unit"], guard.short_clock(float(guard.read_result(params["state_dir"])["time"]))))
+                    % (params["unit"], guard.short_clock(since)))
     if handed:
         # (The failed gate handed it over: the guard restores it now; the rollback's read waits for it.)
         return dict(changed=False, pending=handed, deadline_at=guard.clock(float(handed["deadline"])), fired=None,
@@ -548,11 +555,7 @@ def disarm(module, params):
             return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
         if params["hold"] and pending.get("group"):
             return hold(params, pending)
-        timer, _service, boot = guard.guard_units(params["unit"])
-        run(module, "disable", "--now", timer)
-        run(module, "disable", boot)
-        # (The follower ends by itself within a second, once it reads that nothing is pending.)
-        os.unlink(os.path.join(params["state_dir"], guard.PENDING))
+        guard.end_pending(params["state_dir"], params["unit"], run=lambda *args: run(module, *args))
     return dict(changed=True, pending=pending, fired=None, said=None)
 
 

@@ -527,7 +527,7 @@ def test_rank_0s_guard_says_the_group_is_confirmed_only_when_its_controller_did(
 def test_a_spoke_the_group_confirmed_ends_its_guard_and_one_told_to_restore_acts_for_the_group(tmp_path, monkeypatch):
     pending = dict(SPOKE_PENDING, config_id="c0ffee", unit="sglang.service")
     monkeypatch.setattr(guard, "read_unit", lambda unit: status("old"))
-    monkeypatch.setattr(guard, "disarm_units", lambda unit: None)
+    monkeypatch.setattr(guard, "systemctl", lambda *args: (0, ""))
 
     class Spoke(object):
         is_hub = False
