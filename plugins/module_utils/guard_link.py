@@ -103,7 +103,7 @@ class Link(object):
 
     def received(self, word, rank, why, kind):
         with self.lock:
-            self.heard.setdefault(rank, []).append(word)
+            self.heard.setdefault(rank, set()).add(word)
         if word in TRIGGERS:
             self.inbox.put((word, rank, why, kind))
 

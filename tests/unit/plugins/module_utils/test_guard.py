@@ -456,10 +456,14 @@ def test_a_server_groups_guards_hear_each_other_and_only_each_other():
         wait_until(lambda: not hub.inbox.empty())
         assert hub.next_word() == (guard_link.FAILED, 1, "unit failed", "follow") and hub.next_word() is None
         assert stranger.say(guard_link.FAILED, "forged") == [0]
+        # A signed word after it on the same connection: once the hub has it, it read the forged one.
+        right_key = guard_link.signing_key("api-key", "grp_a")
+        assert guard_link.send(stranger.sock, guard_link.encode(right_key, guard_link.FAILED, 3, "signed"))
+        wait_until(lambda: not hub.inbox.empty())
+        assert hub.next_word() == (guard_link.FAILED, 3, "signed", ""), "the stranger's forged word was dropped"
         assert sorted(hub.say(guard_link.RESTORE, "grp_a restores", "follow")) == [1, 2]
         wait_until(lambda: all(not s.inbox.empty() for s in spokes))
         assert [s.next_word() for s in spokes] == [(guard_link.RESTORE, 0, "grp_a restores", "follow")] * 2
-        assert hub.next_word() is None, "the stranger's word was dropped"
         # The barrier: each spoke says it stopped and waits; the hub says start once both did.
         said = []
         waiters = [threading.Thread(target=lambda s=s: said.append(guard_link.barrier(s, 10))) for s in spokes]
