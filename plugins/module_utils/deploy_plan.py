@@ -52,8 +52,9 @@ GROUP_NODE_FAILED = "group_node_failed"
 # gates): its ranks lost the others (or never met them), whatever its own gate saw.
 LINK_LOST = "link_lost"
 # What a node's own gate says when it only waited on the others (a hung collective, a
-# rendezvous never completed): in a group, the node that fell first is the cause.
-WAITED_CAUSES = ("stalled", "health_lost", "health_check_failed", "timeout")
+# rendezvous never completed, a peer's connection closed under its ranks): in a group, the node
+# that fell first is the cause.
+WAITED_CAUSES = ("stalled", "health_lost", "health_check_failed", "timeout", "peer_died", "rendezvous_timeout")
 
 
 class PlanError(ValueError):

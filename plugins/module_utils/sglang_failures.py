@@ -66,6 +66,10 @@ CUDA_RUNTIME = "CUDA: the runtime's cudaGetErrorString(), raised by torch as `CU
 # read from libtorch_cuda.so and libnccl.so.2.
 TORCH_NCCL = "torch: torch/csrc/distributed/c10d (ProcessGroupNCCL, NCCLUtils) in libtorch_cuda.so"
 NCCL_LIB = "NCCL: ncclGetErrorString() in libnccl.so.2, quoted by torch after `NCCL error in: <file>:<line>, `"
+NCCL_SOCKET = "NCCL: its socket transport's warning in libnccl.so.2 (socketProgress)"
+# The TP group's CPU side (SGLang broadcasts each batch over it) is gloo's TCP transport.
+GLOO = "torch: third_party/gloo/gloo/transport/tcp/pair.cc in libtorch_cpu.so (an IoException, its file:line first)"
+TCPSTORE = "torch: torch/csrc/distributed/c10d/TCPStore.cpp in libtorch_cpu.so (the rendezvous at --dist-init-addr)"
 ARGPARSE = "python:argparse.py"
 
 # Order matters only among rules matching the same line (the first listed wins).
@@ -124,9 +128,51 @@ RULES = (
           Said(CUDA_RUNTIME, "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing"),
           Said(CUDA_RUNTIME, "RuntimeError: CUDA error: operation failed due to a previous error during capture"),
           Said(CUDA_RUNTIME, "RuntimeError: CUDA error: capturing stream has unjoined work")]),
-    # NCCL failed on one rank (bring-up, a collective, a peer gone): torch's c10d wraps NCCL's text.
+    # A rank's peer is gone (its process, or its node of a server group): the survivors' own
+    # transports say so, gloo's on the CPU side, NCCL's on the GPU side. (Before nccl_error: torch
+    # wraps NCCL's remote error in its `NCCL error in: ` line.)
+    Rule("peer_died", ROOT,
+         r"(?:Connection closed by peer|: Connection reset by peer|Connection closed by remote peer|"
+         r"remote process exited or there was a network error|ncclRemoteError)",
+         "a peer of this server's ranks went away (another node of its server group, or another rank's "
+         "process): this rank failed with it; the peer's own journal names why it went",
+         [Said(GLOO, "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Connection closed "
+               "by peer [198.18.0.3]:41234", ["Connection closed by peer "]),
+          Said(GLOO, "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:599] Read error "
+               "[198.18.0.3]:41234: Connection reset by peer", ["Read error "]),
+          Said(NCCL_SOCKET, "NCCL WARN socketProgress: Connection closed by remote peer ct201<41234>",
+               ["socketProgress: Connection closed by remote peer %s"]),
+          Said(NCCL_LIB, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+               "ProcessGroupNCCL.cpp:3690, remote process exited or there was a network error, NCCL version 2.30.7",
+               ["remote process exited or there was a network error"]),
+          Said(TORCH_NCCL, "ncclRemoteError: A call failed possibly due to a network error or a remote process "
+               "exiting prematurely.")]),
+    # The ranks never all met at --dist-init-addr: TCPStore's server (global rank 0) counts who came;
+    # a client that never reached it times out connecting.
+    Rule("rendezvous_timeout", ROOT,
+         r"(?:Timed out after \d+ seconds waiting for clients|The client socket has timed out after )",
+         "the server's ranks did not all meet at --dist-init-addr (now {dist_init_addr}) in time: start "
+         "every node of the server group, each with its own node rank, and check that each reaches that "
+         "address and port (a firewall, or another process holding the port)",
+         [Said(TCPSTORE, "torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. "
+               "1/2 clients joined.", ["Timed out after {} seconds waiting for clients. {}/{} clients joined."]),
+          Said(TCPSTORE, "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms "
+               "while trying to connect to (198.18.0.2, 5000).",
+               ["The client socket has timed out after {} while trying to connect to ({}, {})."])]),
+    # NCCL refused the ranks' own setup: no retry or timeout helps.
+    Rule("nccl_invalid_usage", ROOT,
+         r"(?:ncclInvalidUsage|invalid usage \(run with NCCL_DEBUG=WARN)",
+         "NCCL refused the ranks' setup as invalid usage: most often two ranks on one GPU (the unit's "
+         "CUDA_VISIBLE_DEVICES, or another tenant's ranks on these GPUs) or the nodes of a server group started "
+         "with different arguments (--tp-size now {tp_size}); NCCL_DEBUG=WARN in the unit's environment prints "
+         "NCCL's own reason",
+         [Said(NCCL_LIB, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+               "NCCLUtils.cpp:77, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.30.7",
+               ["invalid usage (run with NCCL_DEBUG=WARN for details)"]),
+          Said(TORCH_NCCL, "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.")]),
+    # NCCL failed on one rank (bring-up, a collective): torch's c10d wraps NCCL's text.
     Rule("nccl_error", ROOT,
-         r"(?:NCCL error in: |ncclUnhandledCudaError|ncclSystemError|ncclInternalError|ncclRemoteError|"
+         r"(?:NCCL error in: |ncclUnhandledCudaError|ncclSystemError|ncclInternalError|"
          r"Watchdog caught collective operation timeout)",
          "NCCL failed on a rank: rerun with NCCL_DEBUG=INFO in the unit's environment to see which call; check "
          "that no other process holds memory on that rank's GPU and that the GPUs can reach each other "
@@ -138,8 +184,6 @@ RULES = (
           Said(TORCH_NCCL, "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
                "device error."),
           Said(TORCH_NCCL, "ncclInternalError: Internal check failed."),
-          Said(TORCH_NCCL, "ncclRemoteError: A call failed possibly due to a network error or a remote process "
-               "exiting prematurely."),
           Said(TORCH_NCCL, "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, "
                "OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.",
                ["Watchdog caught collective operation timeout: "])]),
@@ -419,6 +463,9 @@ SERVER_ARGS_RE = re.compile(r"server_args=(?:ServerArgs\()?(\{.*\}|.*)\)?\s*$")
 # without a stamp continues the message above it (a traceback), so it is that message's rank's.
 STAMP_RE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<prefix>(?: [A-Z_]+\d+)*)\] ")
 RANK_RE = re.compile(r"\bTP(\d+)\b")
+# torch's own prefix, once the process group is up: its excepthook's on each line of an uncaught
+# exception (distributed_c10d.py, `[rank3]: `) and c10's on its C++ log lines (`[rank3]:[E1206 ...`).
+TORCH_RANK_RE = re.compile(r"^\[rank(\d+)\]:")
 # torch's CUDA out-of-memory message lists every process on the GPU (NVML), this one apart.
 HOLDER_RE = re.compile(r"Process (\d+) has ([\d.]+ [KMGT]?i?B) memory in use")
 
@@ -457,6 +504,10 @@ class Classifier:
         if stamp:
             rank = RANK_RE.search(stamp.group("prefix"))
             self.rank = "TP" + rank.group(1) if rank else None
+            return
+        torch_rank = TORCH_RANK_RE.match(line)
+        if torch_rank:
+            self.rank = torch_rank_name(int(torch_rank.group(1)), self.server_args)
 
     def _inspect(self, line):
         self._track_phase(line)
@@ -505,6 +556,14 @@ class Classifier:
             hint = with_holders(hint, evidence[0]["match"])
         return {"cause": cause, "hint": hint, "rank": ranks[0] if len(ranks) == 1 else None, "ranks": ranks,
                 "evidence": evidence[:MAX_EVIDENCE], "phase": self.phase, "lines": self.line_count}
+
+
+def torch_rank_name(rank, server_args):
+    """torch's global rank as SGLang names it: with one pipeline stage the global rank is the TP
+    rank (a server group's nodes count on from node 0's), so `TP<i>` as SGLang's own prefix says;
+    across pipeline stages it is not, and stays torch's `rank<i>`."""
+    pipeline = server_args.get("pp_size") or 1
+    return "TP%d" % rank if int(pipeline) <= 1 else "rank%d" % rank
 
 
 def match_rule(line):
@@ -556,7 +615,8 @@ class _Missing(dict):
 # Server arguments the deploy sets from their own inventory variables; every other one is a
 # key of sglang_envelope_overrides (applied last, over the class envelope and the variant).
 INVENTORY_VARIABLE = {"model_path": "sglang_model_path", "speculative_draft_model_path": "sglang_draft_model_path",
-                      "port": "sglang_service_port", "host": "sglang_service_host"}
+                      "port": "sglang_service_port", "host": "sglang_service_host",
+                      "dist_init_addr": "sglang_dist_init_addr"}
 FLAG_RE = re.compile(r"--([a-z][a-z0-9-]*)")
 
 

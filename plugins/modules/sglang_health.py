@@ -250,8 +250,9 @@ cause:
   description: The named cause (null when healthy), for example C(kv_pool_oom),
     C(weights_leave_no_kv), C(hybrid_state_oom), C(cuda_graph_oom), C(cuda_graph_failed),
     C(cuda_oom), C(oom_killed), C(bad_argument), C(import_error), C(port_in_use),
-    C(model_not_found), C(warmup_failed), C(child_died), C(nccl_error), C(unauthorized), C(port_taken),
-    C(health_check_failed), C(health_lost), C(stalled), C(timeout), C(unknown).
+    C(model_not_found), C(warmup_failed), C(child_died), C(nccl_error), C(peer_died), C(rendezvous_timeout),
+    C(nccl_invalid_usage), C(unauthorized), C(port_taken), C(health_check_failed), C(health_lost),
+    C(stalled), C(timeout), C(unknown).
   returned: always
   type: str
   sample: kv_pool_oom

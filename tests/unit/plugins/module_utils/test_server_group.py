@@ -159,6 +159,9 @@ BROKEN = {"ok": False, "msg": "server group ds_r1_a: gpu-b (rank 1) cannot reach
     # rank 0 only waited for the node that fell: the cause is that node's
     ({"gate_state": "failed", "cause": "stalled", "said": (STALL0, OOM1)}, "rolled_back", dp.GROUP_NODE_FAILED,
      "gpu-b (rank 1) rolled back (kv_pool_oom)"),
+    # rank 0's ranks saw node 1's connections close (gloo's text): the cause is node 1's
+    ({"gate_state": "failed", "cause": "peer_died", "said": (word("gpu-a", 0, "rolled_back", "peer_died"), OOM1)},
+     "rolled_back", dp.GROUP_NODE_FAILED, "gpu-b (rank 1) rolled back (kv_pool_oom)"),
     # its own failure stays its own
     ({"gate_state": "failed", "cause": "kv_pool_oom", "said": (STALL0, OOM1)}, "rolled_back", "kv_pool_oom", ""),
     # every node stalled in distributed init: no node to blame beyond its own stall

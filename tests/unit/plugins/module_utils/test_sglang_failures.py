@@ -237,3 +237,78 @@ def test_hints_name_the_inventory_variable_to_change(template, expected):
     assert inventory_variables(template) == expected
     text = fill_hint(template, {"mem_fraction_static": 0.88})
     assert all(name in text for name in expected) and ("in the inventory" in text) == bool(expected)
+
+
+# torch's and NCCL's texts of a server's ranks that lost each other, as a survivor's journal has them:
+# SGLang's scheduler catches and logs with its own TP prefix; what escapes it, or torch's C++ log,
+# carries torch's `[rankN]:` prefix.
+GLOO_CLOSED = ("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Connection closed by peer "
+               "[198.18.0.3]:41234")
+WATCHDOG_REMOTE = ("[rank3]:[E1206 14:11:02.345678901 ProcessGroupNCCL.cpp:1896] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+                   "Process group watchdog thread terminated with exception: NCCL error: remote process exited or "
+                   "there was a network error, NCCL version 2.30.7")
+INVALID_USAGE = ("[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+                 "NCCLUtils.cpp:77, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.30.7")
+GROUP_ARGS = ("[2026-12-06 14:00:00] server_args={'model_path': '/models/m', 'tp_size': 4, 'nnodes': 2, "
+              "'node_rank': 0, 'dist_init_addr': '198.18.0.2:5000', 'pp_size': %d}")
+SERVING = ["[2026-12-06 14:00:30] The server is fired up and ready to roll!",
+           "[2026-12-06 14:05:00 TP0] Decode batch. #running-req: 3, #token: 812, gen throughput (token/s): 61.0"]
+TORCH_TRACE = ["[rank%d]: Traceback (most recent call last):",
+               '[rank%d]:   File "/opt/sglang/releases/x/lib/python3.11/site-packages/sglang/srt/managers/'
+               'scheduler.py", line 1391, in recv_requests']
+
+# id, lines, cause, the rank named (None: no one rank), words the hint must contain
+DISTRIBUTED = [
+    ("gloo's peer closed, in SGLang's own traceback",
+     [GROUP_ARGS % 1, *SERVING,
+      "[2026-12-06 14:11:02 TP2] Scheduler hit an exception: Traceback (most recent call last):", GLOO_CLOSED,
+      "[2026-12-06 14:11:02] Received sigquit from a child process. It usually means the child failed."],
+     "peer_died", "TP2", ["another node of its server group", "peer's own journal"]),
+    ("gloo's reset, under torch's excepthook prefix",
+     [GROUP_ARGS % 1, *SERVING, *[line % 1 for line in TORCH_TRACE],
+      "[rank1]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:599] Read error "
+      "[198.18.0.3]:41234: Connection reset by peer"],
+     "peer_died", "TP1", ["went away"]),
+    ("NCCL's watchdog: the remote process exited",
+     [GROUP_ARGS % 1, *SERVING, WATCHDOG_REMOTE], "peer_died", "TP3", ["went away"]),
+    ("NCCL's socket: closed by the remote peer",
+     [GROUP_ARGS % 1, "[rank5]:[W1206 14:11:01.000000001 socket.cc:123] NCCL WARN socketProgress: Connection "
+      "closed by remote peer ct201<41234>"], "peer_died", "TP5", ["went away"]),
+    ("rank 0's store: a node never came",
+     [GROUP_ARGS % 1, "[2026-12-06 14:00:01 TP0] Init parallel begin.", *[line % 0 for line in TORCH_TRACE],
+      "[rank0]: torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients "
+      "joined."],
+     "rendezvous_timeout", "TP0", ["(now 198.18.0.2:5000)", "sglang_dist_init_addr", "every node"]),
+    ("a node that never reached rank 0",
+     [GROUP_ARGS % 1, "[2026-12-06 14:00:01 TP4] Init parallel begin.",
+      "[2026-12-06 14:10:01 TP4] Scheduler hit an exception: Traceback (most recent call last):",
+      "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to "
+      "connect to (198.18.0.2, 5000)."],
+     "rendezvous_timeout", "TP4", ["(now 198.18.0.2:5000)"]),
+    ("NCCL's invalid usage",
+     [GROUP_ARGS % 1, *[line % 1 for line in TORCH_TRACE], INVALID_USAGE],
+     "nccl_invalid_usage", "TP1", ["two ranks on one GPU", "--tp-size now 4"]),
+    ("across pipeline stages torch's rank is not a TP rank",
+     [GROUP_ARGS % 2, *SERVING, WATCHDOG_REMOTE], "peer_died", "rank3", ["went away"]),
+    ("a root cause on this host before the survivors' closed connections",
+     [GROUP_ARGS % 1, *SERVING, "[2026-12-06 14:11:01 TP1] Scheduler hit an exception: Traceback (most recent "
+      "call last):", "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+      "[2026-12-06 14:11:02 TP0] Scheduler hit an exception: Traceback (most recent call last):", GLOO_CLOSED],
+     "cuda_error", "TP1", ["keep the known-good"]),
+]
+
+
+@pytest.mark.parametrize("lines, cause, rank, hint_words", [c[1:] for c in DISTRIBUTED], ids=[c[0] for c in DISTRIBUTED])
+def test_torchs_distributed_texts_name_the_cause_and_the_rank(lines, cause, rank, hint_words):
+    result = classify(lines, state="failed")
+    assert (result["cause"], result["rank"]) == (cause, rank), result["evidence"]
+    assert all(word in result["hint"] for word in hint_words), result["hint"]
+    assert INTERESTING.search(result["evidence"][0]["match"])
+
+
+def test_a_torch_prefix_carries_its_rank_to_the_lines_that_continue_it():
+    lines = [GROUP_ARGS % 1, "[rank6]: Traceback (most recent call last):", "ncclInvalidUsage: This usually "
+             "reflects invalid usage of NCCL library.", "[2026-12-06 14:11:02] Received sigquit from a child "
+             "process. It usually means the child failed."]
+    result = classify(lines, state="failed")
+    assert (result["cause"], result["ranks"]) == ("nccl_invalid_usage", ["TP6"])

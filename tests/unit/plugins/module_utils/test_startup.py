@@ -140,7 +140,7 @@ def rank_failed(rank, error, others=("TP0", "TP1", "TP2", "TP3")):
     ("TP3", NCCL, "nccl_error"),
     ("TP1", CAPTURE, "cuda_graph_failed"),
     ("TP2", "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
-            "prematurely.", "nccl_error"),
+            "prematurely.", "peer_died"),
     ("TP1", OOM_NAMING, "cuda_oom"),
 ], ids=["NCCL error on TP3", "a capture error without SGLang's wrapper", "a peer gone", "CUDA OOM naming holders"])
 def test_the_rank_that_failed_is_named_from_its_own_lines(rank, error, cause):
