@@ -39,7 +39,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: lab-deps apt-install lab-venv setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image ee-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: binary-wheels lab-deps apt-install lab-venv setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image ee-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean docs docs-lint package importer-venv
 
 help:  ## list the targets
@@ -116,6 +116,19 @@ $(REF_VENV)/.ready: | $(DDTREE_PATCHES)
 	rm -rf $(REF_VENV) && mv $(REF_VENV).partial $(REF_VENV)
 	# venvs hard-code their path: rebuild the entry points for the final location.
 	sed -i "s#$(REF_VENV).partial#$(REF_VENV)#g" $(REF_VENV)/bin/* 2>/dev/null || true
+	touch $@
+
+# The torch and NCCL that SGLang 0.5.23 runs on (its pin, and torch's): the classifier's texts of
+# theirs are checked in their binaries (tests/fidelity). pip takes them from this machine's disk.
+TORCH_PIN    := 2.14.1
+NCCL_PIN     := 2.30.7
+BINARY_WHEELS := /var/cache/inferops-sglang/binary-wheels-$(TORCH_PIN)-$(NCCL_PIN)
+export INFEROPS_BINARY_WHEELS := $(BINARY_WHEELS)
+binary-wheels: venv $(BINARY_WHEELS)/.ready  ## the torch and NCCL wheels whose own texts the classifier names
+$(BINARY_WHEELS)/.ready:
+	rm -rf $(BINARY_WHEELS).partial
+	$(BIN)/pip download -q --no-deps -d $(BINARY_WHEELS).partial torch==$(TORCH_PIN) nvidia-nccl-cu13==$(NCCL_PIN)
+	rm -rf $(BINARY_WHEELS) && mv $(BINARY_WHEELS).partial $(BINARY_WHEELS)
 	touch $@
 
 WHEELHOUSE   := build/wheelhouse
@@ -209,7 +222,7 @@ integration: lab-image lab-wheelhouse checker-wheelhouse lab-index  ## integrati
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --max-worker-restart 0 \
 	  --durations 15 tests/integration
 
-fidelity: venv sglang-reference  ## the stand-in's parser against the real SGLang parser
+fidelity: venv sglang-reference binary-wheels  ## the stand-in's parser against the real SGLang parser; the classifier's texts in their sources
 	$(BIN)/pytest -q tests/fidelity
 
 lint: venv  ## ansible-lint (production profile)
@@ -250,7 +263,7 @@ molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) 
 bench: venv lab-up lab-wheelhouse  ## benchmarks on the lab: prints a table, writes bench/results.md (ROWS="gateway tune": those rows only)
 	$(PY) bench/bench.py $(ROWS)
 
-setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
+setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference binary-wheels $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
 
 # Each gate's wall time and test counts end the log (tests/gates.py). Gates that share nothing
 # run side by side: integration and molecule (hosts of their own), sanity and lint (sanity's

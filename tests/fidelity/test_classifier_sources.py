@@ -1,18 +1,22 @@
 """Every classifier rule (plugins/module_utils/sglang_failures.py) is written for lines whose
 text is in the pinned SGLang 0.5.23's source (or in Python's own library, or, named, from
 torch, CUDA, transformers, uvicorn or the kernel), and its pattern matches those lines. A
-wording change in SGLang makes this fail. Needs the reference venv (`make fidelity` sets
-SGLANG_REFERENCE_PYTHON); without it these tests fail, they never skip."""
+wording change in SGLang makes this fail. torch's distributed texts and NCCL's are checked in
+the binaries of the torch and NCCL that SGLang 0.5.23 pins. Needs the reference venv and those
+wheels (`make fidelity` sets SGLANG_REFERENCE_PYTHON and INFEROPS_BINARY_WHEELS); without them
+these tests fail, they never skip."""
 from __future__ import annotations
 
 import json
 import os
 import re
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils import sglang_failures
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import (
     PHASE_SAID, PHASES, RULES, _group_end, split_alternatives,
 )
@@ -75,3 +79,62 @@ def test_every_alternative_of_a_rule_has_a_text(rule):
     for alternative in alternatives(rule.regex.pattern):
         assert any(re.search(alternative, said.line) for said in rule.said), (
             "%s: nothing says where %r comes from: add a Said for it, or drop it" % (rule.cause, alternative))
+
+
+# The binary each origin's texts are compiled into, in the wheels of torch (the release SGLang
+# 0.5.23 pins) and of NCCL (the release that torch pins).
+BINARIES = {
+    sglang_failures.GLOO: "torch/lib/libtorch_cpu.so",
+    sglang_failures.TCPSTORE: "torch/lib/libtorch_cpu.so",
+    sglang_failures.TORCH_NCCL: "torch/lib/libtorch_cuda.so",
+    sglang_failures.NCCL_LIB: "nvidia/nccl/lib/libnccl.so.2",
+    sglang_failures.NCCL_SOCKET: "nvidia/nccl/lib/libnccl.so.2",
+}
+IN_BINARIES = [(rule.cause, said) for rule in RULES for said in rule.said if said.where in BINARIES]
+
+
+def required(metadata, name):
+    """The version a wheel's METADATA pins `name` to (`Requires-Dist: name==X`)."""
+    found = re.search(r"^Requires-Dist: %s==([\w.]+)" % re.escape(name), metadata, re.M)
+    assert found, "no pin of %s in the metadata" % name
+    return found.group(1)
+
+
+def wheel_metadata(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        return archive.read(name).decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def binary_texts(roots):
+    """{binary: the classifier's pieces found in it}: each binary streamed out of its wheel
+    through grep's fixed-string search (a few seconds for the ~1.4 GB they hold)."""
+    where = Path(os.environ.get("INFEROPS_BINARY_WHEELS", ""))
+    wheels = sorted(where.glob("*.whl")) if where.name else []
+    assert len(wheels) == 2, "INFEROPS_BINARY_WHEELS holds no torch and NCCL wheels: run `make fidelity`"
+    torch_wheel = next(w for w in wheels if w.name.startswith("torch-"))
+    nccl_wheel = next(w for w in wheels if w.name.startswith("nvidia_nccl"))
+    sglang = (roots["sglang"].parent / ("sglang-%s.dist-info" % "0.5.23") / "METADATA").read_text()
+    assert torch_wheel.name.startswith("torch-%s-" % required(sglang, "torch")), "not the torch SGLang pins"
+    assert nccl_wheel.name.startswith("nvidia_nccl_cu13-%s-" % required(wheel_metadata(torch_wheel), "nvidia-nccl-cu13"))
+    found = {}
+    for binary in sorted(set(BINARIES.values())):
+        pieces = sorted({piece for _cause, said in IN_BINARIES if BINARIES[said.where] == binary
+                         for piece in said.pieces})
+        wheel = nccl_wheel if binary.startswith("nvidia/") else torch_wheel
+        unzip = subprocess.Popen(["unzip", "-p", str(wheel), binary], stdout=subprocess.PIPE)
+        grep = subprocess.run(["grep", "-a", "-o", "-F", "-e", "\n".join(pieces)], stdin=unzip.stdout,
+                              capture_output=True, env=dict(os.environ, LC_ALL="C"), check=False)
+        unzip.stdout.close()
+        assert unzip.wait() == 0, "%s is not in %s" % (binary, wheel.name)
+        found[binary] = set(grep.stdout.decode("utf-8", "replace").splitlines())
+    return found
+
+
+@pytest.mark.parametrize("cause, said", IN_BINARIES, ids=["%s: %s" % (s[0], s[1].line[:40]) for s in IN_BINARIES])
+def test_torch_and_nccl_texts_are_in_their_binaries(binary_texts, cause, said):
+    binary = BINARIES[said.where]
+    for piece in said.pieces:
+        assert piece in binary_texts[binary], "%s: %r is not in %s (torch / NCCL as SGLang 0.5.23 pins them)" % (
+            cause, piece, binary)
