@@ -2,8 +2,10 @@
 # Copyright: (c) 2026, inferops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Controller side of sglang_outcome: how the deploy ended after its gates
-(deploy_plan.outcome), and, when they passed, the switch confirmed to the host's guard (the
-sglang_guard module, state=disarmed). The documentation is plugins/modules/sglang_outcome.py."""
+(deploy_plan.outcome); when they passed, the switch confirmed to the host's guard (the
+sglang_guard module, state=disarmed); when it rolls back, the configuration's failure recorded
+on the host (the sglang_state module), which is the task's change: its notify runs the rollback
+handler. The documentation is plugins/modules/sglang_outcome.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,6 +18,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
 
 GUARD_MODULE = "inferops.sglang.sglang_guard"
+STATE_MODULE = "inferops.sglang.sglang_state"
 
 
 class ActionModule(DecisionAction):
@@ -46,8 +49,21 @@ class ActionModule(DecisionAction):
             if confirmed.get("fired"):
                 # The guard's deadline came first: it restored the known-good; nothing to confirm.
                 ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=confirmed["fired"]))
-        return dict(ended, time=run["now"], changed=bool(confirmed and confirmed.get("changed")),
+        recorded = self.record_rollback(args, ended, task_vars) if ended["rollback"] else None
+        if recorded and recorded.get("failed"):
+            return recorded
+        # The decision is the change: a rollback (its record written here, its restore the handler
+        # this task notifies). A confirmation is said in `confirmed`: like the deploy lock, the
+        # guard lives only for the switch.
+        return dict(ended, time=run["now"], changed=bool(ended["rollback"]),
                     confirmed=deploy_plan.task_result(confirmed) if confirmed else None)
+
+    def record_rollback(self, args, ended, task_vars):
+        """The rolled-back configuration recorded on the host before its restore (so a re-run
+        does not crash it again, or, `retry`, tries it again): sglang_state's answer."""
+        record = ended["record"]
+        return self.call(STATE_MODULE, {"state_dir": args["state_dir"], "rolled_back": record["rolled_back"],
+                                        "config_id": record["config_id"]}, task_vars)
 
     @staticmethod
     def publish(args, the_plan, run):

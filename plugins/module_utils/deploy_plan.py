@@ -567,7 +567,7 @@ def host_record(the_plan, ended, run):
                        "release": run.get("release")}
         if not ended["remember"]:
             # Not the configuration's fault (a task failed, a group's link broke): on the record,
-            # and a re-run tries it again. (Every rollback writes one: its write notifies the handler.)
+            # and a re-run tries it again. (Every rollback writes one, in sglang_outcome's decision.)
             rolled_back["retry"] = True
         return {"config_id": the_plan["config_id"], "rolled_back": rolled_back}
     if ended["record_deployed"]:

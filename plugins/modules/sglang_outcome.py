@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: sglang_outcome
-short_description: Say how an SGLang deploy ended after its gates, and confirm the switch to the host's guard
+short_description: Say how an SGLang deploy ended after its gates; confirm the switch, or record its rollback
 version_added: "0.3.0"
 description:
   - Decides, from the plan (M(inferops.sglang.sglang_plan)) and what the gates saw, how the deploy ended
@@ -18,9 +18,13 @@ description:
     release rejected, check mode, a failed health gate, a slower or failing variant, a failed task, nothing
     restarted, C(deployed) - with its cause, whether to roll back, and what the host records.
   - When the gates passed and the switch was guarded (O(guard)), confirms it to the host's guard
-    (M(inferops.sglang.sglang_guard) C(state=disarmed)) - the task is then changed, as the host's pending record is
-    gone. When the guard had already restored the known-good (its deadline came first), says so (cause
-    C(guard_acted_first)) instead; nothing is recorded.
+    (M(inferops.sglang.sglang_guard) C(state=disarmed)), said in RV(confirmed). When the guard had already restored
+    the known-good (its deadline came first), says so (cause C(guard_acted_first)) instead; nothing is recorded.
+  - When the deploy rolls back, records the rolled-back configuration on the host (M(inferops.sglang.sglang_state)
+    O(inferops.sglang.sglang_state#module:rolled_back)), so that a re-run does not crash it again. That is the
+    task's change - the task is changed exactly when it rolls back - so its C(notify) runs the rollback handler
+    (C(inferops.sglang rollback)). A confirmation is not a change of its own - like the deploy lock, the guard
+    lives only for the switch.
   - A task that failed after the restart, outside the gates (a module error, a host that refused a command), ends
     C(rolled_back) with cause C(task_failed), its message quoted in the diagnosis; the configuration is not to
     blame - its record says C(retry), so a re-run tries it again. So is a server group's rollback because a node's
@@ -29,7 +33,7 @@ description:
     files without touching them (the rollback still needs it armed). When the guard had already restored the
     known-good (the host was gone past its deadline, so what the gates saw after was that restore), the cause is
     C(guard_acted_first) and nothing is rolled back or remembered.
-  - Runs on the controller (an action plugin); only the confirmation goes to the host.
+  - Runs on the controller (an action plugin); only the confirmation and the rollback's record go to the host.
 author:
   - inferops maintainers (@inferops)
 options:
@@ -122,20 +126,22 @@ options:
 attributes:
   action:
     support: full
-    description: Decides on the controller; the confirmation runs M(inferops.sglang.sglang_guard) on the host.
+    description: Decides on the controller; the confirmation runs M(inferops.sglang.sglang_guard) on the host, the
+      rollback's record M(inferops.sglang.sglang_state).
   check_mode:
     support: full
-    description: Decides C(check) (what the deploy would do) and confirms nothing.
+    description: Decides C(check) (what the deploy would do); confirms and records nothing.
   diff_mode:
     support: none
-    description: The confirmation only removes the guard's pending record.
+    description: The confirmation only removes the guard's pending record; the rollback's record is a new file.
 seealso:
   - module: inferops.sglang.sglang_plan
   - module: inferops.sglang.sglang_guard
 """
 
 EXAMPLES = r"""
-- name: Decide how the deploy ended, and confirm the switch to the host's guard when its gates passed
+# (The role's own way: the decision notifies the rollback handler; it is changed only when it rolls back.)
+- name: Decide how the deploy ended; confirm the switch to the host's guard, or roll back
   inferops.sglang.sglang_outcome:
     plan: "{{ plan }}"
     variant: ddtree
@@ -145,14 +151,10 @@ EXAMPLES = r"""
     gate: "{{ gate }}"
     guard: "{{ armed }}"
   register: outcome
-
-# (The role's own way: the record of the rolled-back configuration notifies its handler.)
-- name: Record that this configuration was rolled back, and roll back
-  inferops.sglang.sglang_state:
-    rolled_back: "{{ outcome.record.rolled_back }}"
-    config_id: "{{ outcome.record.config_id }}"
-  when: outcome.rollback
   notify: inferops.sglang rollback
+
+- name: Roll back now, before the report
+  ansible.builtin.meta: flush_handlers
 """
 
 RETURN = r"""
@@ -195,13 +197,17 @@ serves:
   type: bool
 record:
   description:
-    - What the host records - C(deployed), or C(rolled_back) with its C(config_id) (every rollback; with C(retry) when
-      the configuration is not to blame); null for nothing.
+    - What the host records - C(deployed), or C(rolled_back) with its C(config_id) (every rollback, written by this
+      task; with C(retry) when the configuration is not to blame); null for nothing.
   returned: success
   type: dict
 record_deployed:
   description: The host now runs this deploy, to record as C(deployed).
   returned: success
+  type: bool
+changed:
+  description: The deploy rolls back (its record written; the task's C(notify) restores the known-good).
+  returned: always
   type: bool
 confirmed:
   description: M(inferops.sglang.sglang_guard)'s answer to the confirmation; null when nothing was confirmed.

@@ -2,14 +2,15 @@
 restart, a gate failed, the variant was slow): it reads what the host's guard did
 (sglang_guard state=read, which never disarms it: the rollback still needs it) and says
 guard_acted_first when the guard already restored the known-good, else the gate's cause or
-task_failed."""
+task_failed. A rollback is the task's change: it records the configuration's failure on the host
+(sglang_state) itself, and its notify runs the rollback handler."""
 from __future__ import annotations
 
 from unittest.mock import MagicMock
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.action.sglang_outcome import GUARD_MODULE, ActionModule
+from ansible_collections.inferops.sglang.plugins.action.sglang_outcome import GUARD_MODULE, STATE_MODULE, ActionModule
 
 PLAN = {"converged": False, "stop": None, "config_id": "c0ffee", "perf_gate": {}}
 ARGS = {"plan": PLAN, "variant": "ddtree", "version": "0.5.23", "release": "/opt/sglang/releases/r",
@@ -29,18 +30,26 @@ def plugin(answer):
     return action
 
 
-def guard_read(fired):
-    """sglang_guard's answer to state=read: what the guard did on this switch (`fired`), or None."""
+def guard_read(fired, recorded=None):
+    """sglang_guard's answer to state=read: what the guard did on this switch (`fired`), or None;
+    sglang_state's to the rollback's record (`recorded`, default: written)."""
     def answer(module, module_args, task_vars):
+        if module == STATE_MODULE:
+            assert (module_args["config_id"], module_args["state_dir"]) == ("c0ffee", "/etc/sglang/")
+            return recorded or {"changed": True, "record": module_args["rolled_back"]}
         assert (module, module_args["state"], module_args["config_id"]) == (GUARD_MODULE, "read", "c0ffee"), \
             "only reads: %s %s" % (module, module_args)
         return {"changed": False, "fired": fired, "pending": None}
     return answer
 
 
-def decide(fired, **over):
-    action = plugin(guard_read(fired))
+def decide(fired, recorded=None, **over):
+    action = plugin(guard_read(fired, recorded))
     return action.decide(dict(ARGS, **over), {}), action.call
+
+
+def modules(call):
+    return [c.args[0] for c in call.call_args_list]
 
 
 @pytest.mark.parametrize("fired, cause, rollback", [
@@ -50,8 +59,9 @@ def decide(fired, **over):
 def test_a_task_failed_after_the_restart(fired, cause, rollback):
     got, call = decide(fired)
     assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == ("rolled_back", cause, rollback, False)
-    assert got["confirmed"] is None and not got["changed"]
-    assert call.call_count == 1
+    # A rollback is the task's change (its notify restores); an undone switch has none to make.
+    assert got["confirmed"] is None and got["changed"] is rollback
+    assert modules(call) == [GUARD_MODULE] + ([STATE_MODULE] if rollback else [])
 
 
 GATES = {
@@ -76,13 +86,30 @@ def test_a_failed_gate_of_a_guarded_switch(gate, fired):
         assert (got["cause"], got["rollback"], got["remember"]) == ("guard_acted_first", False, False)
     else:
         assert got["cause"] != "guard_acted_first" and got["rollback"] and got["remember"], got
-    assert got["outcome"] == "rolled_back" and call.call_count == 1
+    assert got["outcome"] == "rolled_back" and modules(call) == [GUARD_MODULE] + ([] if acted else [STATE_MODULE])
 
 
 def test_an_unguarded_failed_gate_reads_nothing_of_the_guard():
     got, call = decide(None, guard=None, **GATES["health gate failed"])
     assert (got["outcome"], got["cause"], got["remember"]) == ("rolled_back", "kv_pool_oom", True)
-    assert not call.called
+    assert modules(call) == [STATE_MODULE]
+
+
+@pytest.mark.parametrize("over, retry", [
+    (GATES["health gate failed"], None),
+    ({}, True),
+], ids=["a failed gate: remembered, not retried", "a task failed: on the record, retried"])
+def test_a_rollback_records_the_configuration_before_its_handler_restores(over, retry):
+    got, call = decide(None, guard=None, **over)
+    record = call.call_args_list[-1].args[1]
+    assert (got["changed"], got["rollback"]) == (True, True)
+    assert record["rolled_back"] == got["record"]["rolled_back"] and record["rolled_back"].get("retry") is retry
+
+
+def test_a_record_that_cannot_be_written_fails_the_decision_before_any_rollback():
+    failed = {"failed": True, "msg": "/etc/sglang/ does not exist: the deploy creates the state folders first"}
+    got, _call = decide(None, recorded=failed, guard=None, **GATES["health gate failed"])
+    assert got == failed
 
 
 def test_the_host_that_restored_a_failed_new_server_leaves_the_rollback_to_the_handler_which_finds_it_done():
@@ -101,3 +128,5 @@ def test_a_passing_try_is_neither_confirmed_nor_recorded(trial, confirmed, recor
     got = action.decide(dict(ARGS, failure="", gate={"state": "healthy", "elapsed": 3.0}, trial=trial), {})
     assert got["outcome"] == "deployed"
     assert action.call.called is confirmed and got["record_deployed"] is recorded
+    # (No rollback, no change: the confirmation is said in `confirmed`, the notify stays quiet.)
+    assert not got["changed"] and (got["confirmed"] is not None) is confirmed
