@@ -182,8 +182,8 @@ class Member:
 
     def closed(self):
         """gloo's error when the other end of the process group's connection is gone."""
-        return GroupError(["RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed "
-                           "by peer [%s]:%d" % (self.host, self.port)])
+        return GroupError(["RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+                           "Connection closed by peer [%s]:%d" % (self.host, self.port)])
 
     def join(self, store=None):
         self.wait_for("go", store)

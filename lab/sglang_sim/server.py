@@ -106,7 +106,7 @@ CUDA_ASYNC = ["CUDA kernel errors might be asynchronously reported at some other
 
 def nccl_error(server):
     """torch's ProcessGroupNCCL (NCCLUtils) on a failed NCCL call, NCCL 2.30.7's own texts."""
-    return (["torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+    return (["torch.distributed.DistBackendError: NCCL error in: /__w/pytorch/pytorch/torch/csrc/distributed/c10d/"
              "NCCLUtils.cpp:77, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7",
              "ncclUnhandledCudaError: Call to CUDA function failed.", "Last error:",
              "Cuda failure 2 'out of memory'"], 0)

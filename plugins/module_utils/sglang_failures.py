@@ -69,6 +69,8 @@ NCCL_LIB = "NCCL: ncclGetErrorString() in libnccl.so.2, quoted by torch after `N
 NCCL_SOCKET = "NCCL: its socket transport's warning in libnccl.so.2 (socketProgress)"
 # The TP group's CPU side (SGLang broadcasts each batch over it) is gloo's TCP transport.
 GLOO = "torch: third_party/gloo/gloo/transport/tcp/pair.cc in libtorch_cpu.so (an IoException, its file:line first)"
+# (Its __FILE__ as torch's release build has it.)
+GLOO_PAIR = "/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc"
 TCPSTORE = "torch: torch/csrc/distributed/c10d/TCPStore.cpp in libtorch_cpu.so (the rendezvous at --dist-init-addr)"
 ARGPARSE = "python:argparse.py"
 
@@ -136,13 +138,14 @@ RULES = (
          r"remote process exited or there was a network error|ncclRemoteError)",
          "a peer of this server's ranks went away (another node of its server group, or another rank's "
          "process): this rank failed with it; the peer's own journal names why it went",
-         [Said(GLOO, "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Connection closed "
-               "by peer [198.18.0.3]:41234", ["Connection closed by peer "]),
-          Said(GLOO, "RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:599] Read error "
-               "[198.18.0.3]:41234: Connection reset by peer", ["Read error "]),
+         [Said(GLOO, "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] "
+               "Connection closed by peer [198.18.0.3]:41234", [GLOO_PAIR, "Connection closed by peer "]),
+          Said(GLOO, "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:599] "
+               "Read error [198.18.0.3]:41234: Connection reset by peer", [GLOO_PAIR, "Read error "]),
           Said(NCCL_SOCKET, "NCCL WARN socketProgress: Connection closed by remote peer ct201<41234>",
                ["socketProgress: Connection closed by remote peer %s"]),
-          Said(NCCL_LIB, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+          Said(NCCL_LIB, "torch.distributed.DistBackendError: NCCL error in: "
+               "/__w/pytorch/pytorch/torch/csrc/distributed/c10d/"
                "ProcessGroupNCCL.cpp:3690, remote process exited or there was a network error, NCCL version 2.30.7",
                ["remote process exited or there was a network error"]),
           Said(TORCH_NCCL, "ncclRemoteError: A call failed possibly due to a network error or a remote process "
@@ -166,7 +169,8 @@ RULES = (
          "CUDA_VISIBLE_DEVICES, or another tenant's ranks on these GPUs) or the nodes of a server group started "
          "with different arguments (--tp-size now {tp_size}); NCCL_DEBUG=WARN in the unit's environment prints "
          "NCCL's own reason",
-         [Said(NCCL_LIB, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+         [Said(NCCL_LIB, "torch.distributed.DistBackendError: NCCL error in: "
+               "/__w/pytorch/pytorch/torch/csrc/distributed/c10d/"
                "NCCLUtils.cpp:77, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.30.7",
                ["invalid usage (run with NCCL_DEBUG=WARN for details)"]),
           Said(TORCH_NCCL, "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.")]),
@@ -177,9 +181,10 @@ RULES = (
          "NCCL failed on a rank: rerun with NCCL_DEBUG=INFO in the unit's environment to see which call; check "
          "that no other process holds memory on that rank's GPU and that the GPUs can reach each other "
          "(NCCL_P2P_DISABLE=1 confirms a P2P problem), or lower --tp-size (now {tp_size})",
-         [Said(TORCH_NCCL, "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+         [Said(TORCH_NCCL, "torch.distributed.DistBackendError: NCCL error in: "
+               "/__w/pytorch/pytorch/torch/csrc/distributed/c10d/"
                "NCCLUtils.cpp:77, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7",
-               ["NCCL error in: "]),
+               ["NCCL error in: ", "/__w/pytorch/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp"]),
           Said(TORCH_NCCL, "ncclUnhandledCudaError: Call to CUDA function failed."),
           Said(TORCH_NCCL, "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
                "device error."),

@@ -242,12 +242,12 @@ def test_hints_name_the_inventory_variable_to_change(template, expected):
 # torch's and NCCL's texts of a server's ranks that lost each other, as a survivor's journal has them:
 # SGLang's scheduler catches and logs with its own TP prefix; what escapes it, or torch's C++ log,
 # carries torch's `[rankN]:` prefix.
-GLOO_CLOSED = ("RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Connection closed by peer "
+GLOO_CLOSED = ("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:538] Connection closed by peer "
                "[198.18.0.3]:41234")
 WATCHDOG_REMOTE = ("[rank3]:[E1206 14:11:02.345678901 ProcessGroupNCCL.cpp:1896] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
                    "Process group watchdog thread terminated with exception: NCCL error: remote process exited or "
                    "there was a network error, NCCL version 2.30.7")
-INVALID_USAGE = ("[rank1]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+INVALID_USAGE = ("[rank1]: torch.distributed.DistBackendError: NCCL error in: /__w/pytorch/pytorch/torch/csrc/distributed/c10d/"
                  "NCCLUtils.cpp:77, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.30.7")
 GROUP_ARGS = ("[2026-12-06 14:00:00] server_args={'model_path': '/models/m', 'tp_size': 4, 'nnodes': 2, "
               "'node_rank': 0, 'dist_init_addr': '198.18.0.2:5000', 'pp_size': %d}")
@@ -266,7 +266,7 @@ DISTRIBUTED = [
      "peer_died", "TP2", ["another node of its server group", "peer's own journal"]),
     ("gloo's reset, under torch's excepthook prefix",
      [GROUP_ARGS % 1, *SERVING, *[line % 1 for line in TORCH_TRACE],
-      "[rank1]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:599] Read error "
+      "[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:599] Read error "
       "[198.18.0.3]:41234: Connection reset by peer"],
      "peer_died", "TP1", ["went away"]),
     ("NCCL's watchdog: the remote process exited",

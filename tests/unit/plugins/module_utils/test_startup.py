@@ -119,7 +119,7 @@ def test_the_timeline_is_shown_beside_the_known_goods():
 # --- which rank said it --------------------------------------------------------------
 TRACE = ['  File "sglang/srt/managers/scheduler.py", line 3011, in run_scheduler_process',
          '  File "sglang/srt/model_executor/model_runner.py", line 901, in initialize']
-NCCL = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, "
+NCCL = ("torch.distributed.DistBackendError: NCCL error in: /__w/pytorch/pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, "
         "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.30.7")
 CAPTURE = "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing"
 OOM_NAMING = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 1 has a total capacity "
