@@ -21,6 +21,10 @@ SANITY_ROOT  := build/sanity
 SANITY_DIR   := $(SANITY_ROOT)/ansible_collections/inferops/sglang
 TEST_CACHE   := $(HOME)/.ansible/test/cache
 PIP_BOOTSTRAP := $(TEST_CACHE)/get_pip_24_2.py
+# ansible-core releases tested beside the development set's (2.19 on Python 3.11), each on a
+# controller Python it supports: <ansible-core>:<python> (tests/matrix.py).
+MATRIX       ?= 2.20:3.12 2.21:3.13
+export INFEROPS_MATRIX := $(MATRIX)
 
 # The real SGLang argument parser (CPU-only torch), with the DDTree patch series applied:
 # the reference the lab's stand-in is checked against. Cached outside the repo, keyed by
@@ -39,7 +43,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/collections
 export LAB_HOSTS
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: binary-wheels lab-deps apt-install lab-venv setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image ee-image lab-up lab-down lab-reset lab-status demo test lint sanity \
+.PHONY: matrix matrix-venvs binary-wheels lab-deps apt-install lab-venv setup collection-copy units lab-wheelhouse checker-wheelhouse lab-index fidelity sglang-reference help deps venv lab-image ee-image lab-up lab-down lab-reset lab-status demo test lint sanity \
         unit integration molecule bench clean docs docs-lint package importer-venv
 
 help:  ## list the targets
@@ -216,7 +220,7 @@ TEST_CLOCK   := INFEROPS_LAB_TIMINGS=$(CURDIR)/lab/sim_tests.json INFEROPS_LAB_S
 # tests/integration/README.md for the measurements behind the count.
 TEST_WORKERS ?= 3
 # A run clears only the sets test runs make (inferops-test-*): a person's lab hosts stay.
-integration: lab-image lab-wheelhouse checker-wheelhouse lab-index  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
+integration: lab-image lab-wheelhouse checker-wheelhouse lab-index matrix-venvs  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
 	$(LAB) down --matching inferops-test-
 	rm -f build/kill-matrix.tsv build/playbook-runs.tsv   # (the guard's kill rows add their seconds to one, each playbook run its own to the other)
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --max-worker-restart 0 \
@@ -231,9 +235,10 @@ lint: venv  ## ansible-lint (production profile)
 	rm -rf $(HOME)/.ansible/collections/ansible_collections/inferops/sglang
 	$(BIN)/ansible-lint --profile production --offline --strict
 
-$(PIP_BOOTSTRAP): tests/sanity/get_pip_offline.py
+# (One per pip an ansible-test asks for: 2.19's 24.2, 2.20's and 2.21's 25.2.)
+$(TEST_CACHE)/get_pip_%.py: tests/sanity/get_pip_offline.py
 	mkdir -p $(TEST_CACHE)
-	$(BIN)/pip download -q --no-deps --only-binary=:all: -d $(TEST_CACHE) pip==24.2
+	$(BIN)/pip download -q --no-deps --only-binary=:all: -d $(TEST_CACHE) pip==$(subst _,.,$*)
 	cp $< $@
 
 # ansible-test needs the collection at ansible_collections/inferops/sglang: a copy of what git
@@ -254,6 +259,11 @@ units: venv collection-copy  ## the unit tests as ansible-test runs them (tests/
 	cd $(SANITY_DIR) && \
 	  $(CURDIR)/$(BIN)/ansible-test units --local --python 3.11 --color no $(UNITS_ARGS)
 
+matrix-venvs: venv  ## a controller venv per ansible-core of MATRIX (cached in /var/cache/inferops-sglang/matrix)
+	$(PY) tests/matrix.py venvs $(MATRIX)
+matrix: matrix-venvs $(TEST_CACHE)/get_pip_25_2.py  ## ansible-test sanity and units on each ansible-core of MATRIX (each on its own Python)
+	$(PY) tests/matrix.py check $(MATRIX)
+
 MOLECULE_SCENARIOS := $(notdir $(patsubst %/molecule.yml,%,$(wildcard extensions/molecule/*/molecule.yml)))
 
 molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) against the lab image
@@ -263,12 +273,13 @@ molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) 
 bench: venv lab-up lab-wheelhouse  ## benchmarks on the lab: prints a table, writes bench/results.md (ROWS="gateway tune": those rows only)
 	$(PY) bench/bench.py $(ROWS)
 
-setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference binary-wheels $(PIP_BOOTSTRAP)  ## everything the gates need (cached, keyed by inputs)
+setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference binary-wheels matrix-venvs $(PIP_BOOTSTRAP) $(TEST_CACHE)/get_pip_25_2.py  ## everything the gates need (cached, keyed by inputs)
 
 # Each gate's wall time and test counts end the log (tests/gates.py). Gates that share nothing
-# run side by side: integration and molecule (hosts of their own), sanity and lint (sanity's
-# copy is in build/, which lint skips), package and fidelity. units reuses sanity's copy, after it.
-GATES        ?= setup sanity+lint units package+fidelity integration+molecule
+# run side by side: integration and molecule (hosts of their own), sanity, lint and the matrix
+# (sanity's copy is in build/, which lint skips; the matrix has a copy per ansible-core),
+# package and fidelity. units reuses sanity's copy, after it.
+GATES        ?= setup sanity+lint+matrix units package+fidelity integration+molecule
 test:  ## everything CI checks, then a table of each gate's time
 	python3 tests/gates.py $(GATES)
 

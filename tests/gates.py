@@ -28,9 +28,17 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "build" / "gates"
 # The gates whose make target runs pytest, and the folder it collects.
 PYTEST_GATES = {"unit": "tests/unit", "units": "tests/unit", "fidelity": "tests/fidelity",
-                "integration": "tests/integration", "package": "tests/packaging"}
-# Gates that write their own JUnit files (ansible-test units, in its copy of the collection).
-OWN_JUNIT = {"units": REPO / "build" / "sanity" / "ansible_collections" / "inferops" / "sglang" / "tests" / "output" / "junit"}
+                "integration": "tests/integration", "package": "tests/packaging", "matrix": "tests/unit"}
+# Gates that write their own JUnit files (ansible-test units, in its copy of the collection; the
+# matrix's, in one copy per ansible-core), as globs under the repository.
+COPY_JUNIT = "ansible_collections/inferops/sglang/tests/output/junit/*.xml"
+OWN_JUNIT = {"units": "build/sanity/" + COPY_JUNIT, "matrix": "build/matrix/*/" + COPY_JUNIT}
+
+
+def runs_of(name: str) -> int:
+    """How many times the gate runs its folder's tests: the matrix once per ansible-core of
+    MATRIX (the Makefile exports it as INFEROPS_MATRIX)."""
+    return len(os.environ.get("INFEROPS_MATRIX", "").split()) if name == "matrix" else 1
 
 
 @dataclass
@@ -54,7 +62,7 @@ def junit_path(name: str) -> Path:
 
 def junit_files(name: str) -> list[Path]:
     if name in OWN_JUNIT:
-        return sorted(OWN_JUNIT[name].glob("*.xml"))
+        return sorted(REPO.glob(OWN_JUNIT[name]))
     return [junit_path(name)] if junit_path(name).exists() else []
 
 
@@ -131,7 +139,7 @@ def check_counts(gate: Gate) -> None:
     gate.counts = junit_counts(paths)
     gate.failures = junit_failures(paths)
     gate.evidence = junit_evidence(paths)
-    wanted = collected(PYTEST_GATES[gate.name])
+    wanted = collected(PYTEST_GATES[gate.name]) * runs_of(gate.name)
     if gate.counts["tests"] == 0:
         gate.problem = "no test ran"
     elif gate.counts["tests"] < wanted:

@@ -2,7 +2,8 @@
 
 ansible-test bootstraps each sanity venv with a get-pip script fetched from Ansible's CI
 file server, which this network cannot reach. `make sanity` installs this file in its
-place, next to the pip 24.2 wheel it downloads from PyPI. Like get-pip, it installs pip
+place (one copy per pip version an ansible-core asks for: get_pip_24_2.py, get_pip_25_2.py),
+next to that pip's wheel, which it downloads from PyPI. Like get-pip, it installs pip
 (and whatever packages ansible-test asks for) into the running interpreter.
 """
 import glob
@@ -10,11 +11,19 @@ import os
 import sys
 
 
+def pip_version():
+    """The pip this copy stands in for, from its name as ansible-test caches it
+    (get_pip_25_2.py: pip 25.2, what ansible-core 2.20's ansible-test asks for)."""
+    name = os.path.splitext(os.path.basename(__file__))[0]
+    return name[len("get_pip_"):].replace("_", ".") if name.startswith("get_pip_") else "24.2"
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    wheels = sorted(glob.glob(os.path.join(here, "pip-24.2-*.whl")))
+    version = pip_version()
+    wheels = sorted(glob.glob(os.path.join(here, "pip-%s-*.whl" % version)))
     if not wheels:
-        sys.exit("get_pip_offline: no pip-24.2 wheel beside %s; run `make sanity`" % here)
+        sys.exit("get_pip_offline: no pip-%s wheel beside %s; run `make sanity`" % (version, here))
     sys.path.insert(0, wheels[0])
     from pip._internal.cli.main import main as pip_main  # pylint: disable=import-outside-toplevel
 

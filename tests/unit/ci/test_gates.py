@@ -58,3 +58,22 @@ def test_a_failures_evidence_is_its_texts_tail_for_the_first_two(tmp_path):
     evidence = gates.junit_evidence([path])
     assert len(evidence) == 2 and evidence[0].startswith("---- t::row0 (the last 40 lines of its failure)")
     assert evidence[0].splitlines()[1:] == ["line %d" % i for i in range(60, 100)]
+
+
+@pytest.mark.parametrize("files, passed, problem", [
+    ([10, 10], True, ""),
+    ([10], False, "10 of 20 collected tests ran"),   # one ansible-core's units never ran
+], ids=["each-ansible-core-ran", "one-missing"])
+def test_the_matrix_gate_counts_the_unit_tests_once_per_ansible_core(tmp_path, monkeypatch, files, passed, problem):
+    """Its JUnit files are those of each ansible-core's copy; it must reach the collected count
+    once per pair of INFEROPS_MATRIX."""
+    for core, tests in zip(("2.20", "2.21"), files):
+        folder = tmp_path / "build" / "matrix" / core / gates.COPY_JUNIT.rsplit("/", 1)[0]
+        folder.mkdir(parents=True)
+        junit(folder, "python-units.xml", tests)
+    monkeypatch.setattr(gates, "REPO", tmp_path)
+    monkeypatch.setattr(gates, "collected", lambda folder: 10)
+    monkeypatch.setenv("INFEROPS_MATRIX", "2.20:3.12 2.21:3.13")
+    gate = gates.Gate("matrix", rc=0)
+    gates.check_counts(gate)
+    assert (gate.passed, gate.counts["tests"]) == (passed, sum(files)) and problem in gate.problem
