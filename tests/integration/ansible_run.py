@@ -69,10 +69,11 @@ def run_module(host: str, module: str, args: dict, check: bool = False, inventor
 
 def run_playbook(playbook: str, limit: str | None = None, extra_vars: dict | None = None,
                  json_output: bool = False, inventory: str | tuple = LAB_INVENTORY,
-                 check_diff: bool = False) -> subprocess.CompletedProcess:
-    """`inventory`: one source, or several (a later one's group variables win)."""
+                 check_diff: bool = False, controller: Path = BIN) -> subprocess.CompletedProcess:
+    """`inventory`: one source, or several (a later one's group variables win). `controller`:
+    the bin folder of the ansible-core that runs it (the matrix's venvs; default: the tests')."""
     sources = ((inventory,) if isinstance(inventory, str) else inventory) + (ssh_vars_inventory(),)
-    cmd = [str(BIN / "ansible-playbook"), *(arg for src in sources for arg in ("-i", src)), playbook]
+    cmd = [str(controller / "ansible-playbook"), *(arg for src in sources for arg in ("-i", src)), playbook]
     if check_diff:
         cmd += ["--check", "--diff"]
     if limit:
