@@ -32,7 +32,7 @@ class MatrixError(Exception):
 
 def parse(pair: str) -> tuple[str, str]:
     core, sep, python = pair.partition(":")
-    if not sep or not core.count(".") == 1 or not python.startswith("3."):
+    if not sep or core.count(".") != 1 or not python.startswith("3."):
         raise MatrixError("%r: write each pair as <ansible-core>:<python>, for example 2.20:3.12" % pair)
     return core, python
 
@@ -56,9 +56,13 @@ def pyenv_pythons(python: str) -> list[str]:
     return [str(v / "bin" / ("python" + python)) for v in versions]
 
 
+def venv_path(core: str, python: str) -> Path:
+    return CACHE / ("ansible-core-%s-py%s" % (core, python))
+
+
 def venv(core: str, python: str) -> Path:
     """The pair's controller venv: ansible-core <core>.*, built once (a stamp names the release)."""
-    where = CACHE / ("ansible-core-%s-py%s" % (core, python))
+    where = venv_path(core, python)
     if (where / ".ready").is_file():
         return where
     partial = where.with_name(where.name + ".partial")
@@ -87,23 +91,10 @@ def run(argv: list[str], **kwargs) -> None:
 
 
 def collection_copy(core: str) -> Path:
-    """What git tracks (and untracked files it does not ignore), at ansible_collections/
-    inferops/sglang in a git repo of its own (ansible-test reads the file list from git)."""
+    """The copy `make collection-copy` makes for sanity, at build/matrix/<core> instead."""
     root = OUT / core
-    shutil.rmtree(root, ignore_errors=True)
-    dest = root / "ansible_collections" / "inferops" / "sglang"
-    dest.mkdir(parents=True)
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, check=True).stdout.split(b"\0")
-    for name in (f.decode() for f in files if f):
-        source = REPO / name
-        if name.startswith("collections/") or not (source.is_file() or source.is_symlink()):
-            continue
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, dest / name, follow_symlinks=False)
-    run(["git", "init", "-q"], cwd=dest)
-    run(["git", "add", "-A"], cwd=dest)
-    return dest
+    run(["make", "--no-print-directory", "collection-copy", "SANITY_ROOT=%s" % root.relative_to(REPO)], cwd=REPO)
+    return root / "ansible_collections" / "inferops" / "sglang"
 
 
 def check(core: str, python: str, results: dict) -> None:

@@ -27,6 +27,20 @@ def invocation(host) -> str:
     return host.show("sglang.service", "InvocationID")["InvocationID"]
 
 
+def faults(host, **values):
+    """The stand-in's faults on a lab host (lab/sglang_sim), until removed."""
+    host.put("/etc/inferops-lab/faults.json", json.dumps(values))
+
+
+def rolled_back(proc, host, cause):
+    """The deploy failed the play with `cause`, and its rollback brought NEXTN back healthy."""
+    rep = report(host)
+    assert proc.returncode != 0, "a rolled-back deploy fails the play"
+    assert rep["outcome"] == "rolled_back" and rep["cause"] == cause, rep["diagnosis"]
+    assert rep["rollback"]["state"] == "healthy" and "rolled back to NEXTN: healthy in" in rep["diagnosis"]
+    return rep
+
+
 def deploy(playbook, host, **extra_vars):
     return run_playbook("playbooks/%s.yml" % playbook, limit=host.name, extra_vars=extra_vars or None)
 

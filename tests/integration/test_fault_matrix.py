@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.ansible_run import BIN, LAB_INVENTORY, REPO, _env, run_module, run_playbook
-from tests.integration.deploying import UNIT, deploy, healthy, invocation, report, reset_service
+from tests.integration.deploying import UNIT, deploy, faults, healthy, invocation, report, reset_service, rolled_back
 from tests.integration.labhost import labctl
 
 # The rows share one NEXTN deploy per host (the module's fixture): under pytest-xdist they
@@ -83,18 +83,6 @@ def nextn(serving):
     yield serving
     for host in serving.values():
         host.run("rm -f /etc/inferops-lab/faults.json")
-
-
-def faults(host, **values):
-    host.put("/etc/inferops-lab/faults.json", json.dumps(values))
-
-
-def rolled_back(proc, host, cause):
-    rep = report(host)
-    assert proc.returncode != 0, "a rolled-back deploy fails the play"
-    assert rep["outcome"] == "rolled_back" and rep["cause"] == cause, rep["diagnosis"]
-    assert rep["rollback"]["state"] == "healthy" and "rolled back to NEXTN: healthy in" in rep["diagnosis"]
-    return rep
 
 
 # The A6000 class envelope runs mem_fraction_static 0.88 unless a row overrides it.

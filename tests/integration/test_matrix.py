@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from tests.integration.ansible_run import run_playbook
-from tests.integration.deploying import healthy, report
+from tests.integration.deploying import faults, healthy, report, rolled_back
+from tests.matrix import parse, venv_path
 
 MATRIX = os.environ.get("INFEROPS_MATRIX", "").split()
-VENVS = Path("/var/cache/inferops-sglang/matrix")
 
 
 def controller(pair: str) -> Path:
-    core, python = pair.split(":")
-    bin_dir = VENVS / ("ansible-core-%s-py%s" % (core, python)) / "bin"
+    core, python = parse(pair)
+    bin_dir = venv_path(core, python) / "bin"
     assert (bin_dir / "ansible-playbook").is_file(), "no controller venv for %s: run `make matrix-venvs`" % pair
     said = subprocess.run([str(bin_dir / "ansible"), "--version"], capture_output=True, text=True, check=True).stdout
     assert said.startswith("ansible [core %s." % core) and "python version = %s." % python in said, said
@@ -37,14 +37,11 @@ def test_a_deploy_is_kept_and_a_failing_one_rolled_back_with_each_ansible_core(p
     assert kept.returncode == 0 and report(ct200)["outcome"] in ("deployed", "unchanged"), kept.stdout[-3000:]
     # DFLASH's first batch crashes once its server answered 200: the gate fails it in the settle
     # window, and the handler the outcome notified brings NEXTN back.
-    ct200.put("/etc/inferops-lab/faults.json", '{"crash_after_first_health_s": 1, "only_algorithm": "DFLASH"}')
+    faults(ct200, crash_after_first_health_s=1, only_algorithm="DFLASH")
     try:
         failed = run_playbook("playbooks/deploy.yml", limit="ct200", controller=bin_dir,
                               extra_vars={"sglang_variant": "dflash", "sglang_retry_rolled_back": True})
     finally:
         ct200.run("rm -f /etc/inferops-lab/faults.json")
-    said = report(ct200)
-    assert failed.returncode != 0 and (said["outcome"], said["cause"]) == ("rolled_back", "cuda_error"), \
-        failed.stdout[-3000:]
-    assert said["rollback"]["state"] == "healthy" and "RUNNING HANDLER [inferops.sglang.sglang_service : Roll back" \
-        in failed.stdout and healthy(ct200)
+    rolled_back(failed, ct200, "cuda_error")
+    assert "RUNNING HANDLER [inferops.sglang.sglang_service : Roll back" in failed.stdout and healthy(ct200)
