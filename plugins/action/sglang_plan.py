@@ -51,7 +51,7 @@ def refuse_bad_inputs(host, args):
 class ActionModule(DecisionAction):
     def decide(self, args, task_vars):
         host = task_vars.get("inventory_hostname")
-        skip = self.canary_verdict(host, args)
+        skip = self.canary_verdict(args)
         refuse_bad_inputs(host, args)
         config = self.config(host, args, task_vars)
         facts, read = self.facts(args, config, task_vars)
@@ -116,18 +116,11 @@ class ActionModule(DecisionAction):
         return self.read(args, files, wants, task_vars), True
 
     @staticmethod
-    def canary_verdict(host, args):
-        """A host of the rest of its class whose canary did not keep the variant is skipped
-        (canary.verdict), before anything is read: None when it goes on."""
-        if not args["canary"] or args["canary"] == host:
-            return None
-        report = args["canary_report"] or {}
-        if report.get("deploy") not in (args["deploy_id"], canary.EARLIER):
-            # (An earlier deploy's report of the same run says nothing about this one.)
-            said = canary.verdict(args["canary"], None, "it ended before its report (unreachable, or interrupted)")
-        else:
-            said = canary.verdict(args["canary"], report)
-        return None if said["go"] else {"cause": said["cause"], "msg": "%s: %s" % (host, said["msg"])}
+    def canary_verdict(args):
+        """A host of the rest of its class whose canary did not keep the variant is skipped, as
+        sglang_canary decided (canary.follow), before anything is read: None when it goes on."""
+        said = args["canary_verdict"] or {}
+        return None if said.get("go", True) else {"cause": said.get("cause"), "msg": said.get("msg")}
 
     @staticmethod
     def skipped(args, facts, skip):

@@ -5,7 +5,9 @@
 
 With the canary on, the first host of each class in the play's order deploys first; the
 rest of a class deploy only when that host kept the variant. `phases()` sorts the hosts into
-their groups, `verdict()` says whether a host of the rest goes on or is skipped, and why."""
+their groups; `follow()` says what a host of the rest deploys - the variant its canary kept -
+or that it is skipped, and why (`verdict()`); `rung()` whether the next variant of a canary's
+ladder deploys. The sglang_canary action is how a play asks."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -119,3 +121,55 @@ def verdict(canary, report, failure=None):
         cause = "class canary failed (%s)" % _first_line(failure)
     return {"go": False, "cause": cause, "msg": "%s: %s (the canary: %s); this host was not touched"
             % (SKIPPED, cause, canary)}
+
+
+# The outcomes of a ladder's rung after which its next variant deploys: it failed in this deploy.
+NEXT_RUNG = ("rolled_back", "not_retried")
+# Why a host of the rest is skipped when its canary wrote no report of this deploy.
+NO_REPORT = "it ended before its report (unreachable, or interrupted)"
+
+
+def of_this_deploy(report, deploy_id):
+    """The report was written by this deploy (or stands for an earlier job's canary, earlier_report):
+    an earlier deploy's report in the same run says nothing about this one."""
+    return bool(report) and report.get("deploy") in (deploy_id, EARLIER)
+
+
+def follow(host, class_canary, report, deploy_id, variant):
+    """What a host of the rest of its class deploys: {go, variant, cause, msg}. `class_canary` is
+    phases()' (empty, or the host itself: no canary decides), `report` the canary's (its
+    sglang_deploy fact of this run, or an earlier job's row as earlier_report made it), `variant`
+    what the host deploys unless its canary kept another (its ladder's first). The canary's
+    outcome decides, never its `ok` (a canary run with sglang_fail_on_rollback false reports ok
+    on a rollback). `msg` names the host: it is the skipped host's report."""
+    if not class_canary or class_canary == host:
+        said = verdict(None, None)
+    elif of_this_deploy(report, deploy_id):
+        said = verdict(class_canary, report)
+    else:
+        said = verdict(class_canary, None, NO_REPORT)
+    kept = report.get("variant") if said["go"] and class_canary and class_canary != host else None
+    return dict(said, variant=kept or variant, msg="%s: %s" % (host, said["msg"]))
+
+
+def rung_text(report):
+    """A failed rung as the next one's report says it: `ddtree rolled back (kv_pool_oom)`."""
+    return "%s %s (%s)" % (report.get("variant"), (report.get("outcome") or "").replace("_", " "), report.get("cause"))
+
+
+def rung(index, report, deploy_id):
+    """Whether rung `index` of a canary's variant ladder deploys: {go, preceded_by, msg}. The
+    first always; a later one only when the host's own report of this deploy (its sglang_deploy
+    fact) says the rung before failed (NEXT_RUNG). `preceded_by` is what the rungs before said,
+    in order, for this rung's report (`ladder`): each report carries its own, so the chain needs
+    nothing but the last report."""
+    if index == 0:
+        return {"go": True, "preceded_by": "", "msg": "the ladder's first variant"}
+    report = report or {}
+    if report.get("deploy") != deploy_id:
+        return {"go": False, "preceded_by": "", "msg": "no report of this deploy from the rung before"}
+    if report.get("outcome") not in NEXT_RUNG:
+        return {"go": False, "preceded_by": report.get("ladder") or "",
+                "msg": "%s %s: the ladder ends there" % (report.get("variant"), report.get("outcome"))}
+    said = [text for text in (report.get("ladder"), rung_text(report)) if text]
+    return {"go": True, "preceded_by": "; ".join(said), "msg": "%s; the next variant deploys" % rung_text(report)}

@@ -25,8 +25,8 @@ description:
   - Refuses, before anything on the host changes, an unknown variant, no release, no model, a variant with a
     draft model but none given, an envelope out of range, a port another process holds, a hand-made unit to adopt
     that is not one, running files that no longer match the deploy record - each by name, with what to change.
-  - With O(canary) naming another host, says whether this host is skipped because its class canary did not keep
-    the variant in this deploy (O(canary_report), O(deploy_id)); a skipped host is read, not planned.
+  - A host of the rest of its class whose canary did not keep the variant (O(canary_verdict), decided by
+    M(inferops.sglang.sglang_canary)) is skipped - read, not planned - and RV(ended) says why.
   - Runs on the controller (an action plugin); only the read goes to the host.
 author:
   - inferops maintainers (@inferops)
@@ -131,17 +131,12 @@ options:
     description: The performance gate's settings (enabled, baseline, min_ratio, workload), merged with their defaults.
     type: dict
     default: {}
-  canary:
-    description: This host's class canary in a canary deploy (empty, or this host - no verdict).
-    type: str
-    default: ""
-  canary_report:
-    description: The class canary's C(sglang_deploy) fact (M(inferops.sglang.sglang_report) sets it).
+  canary_verdict:
+    description:
+      - What M(inferops.sglang.sglang_canary) decided for this host of the rest of its class (its result); with
+        C(go=false) the host is skipped, and its C(cause) and C(msg) are its report's. Empty - the host goes on.
     type: dict
-  deploy_id:
-    description: This deploy's name; a canary report of another deploy does not count.
-    type: str
-    default: ""
+    default: {}
   started:
     description: When the deploy started (epoch seconds), kept when the plan is made again; default now.
     type: float

@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, inferops maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the deploy's decision actions (sglang_plan, sglang_preflight, sglang_outcome,
-sglang_rollback_plan, sglang_group, sglang_tune, sglang_tuned) share: their arguments validated
+sglang_rollback_plan, sglang_group, sglang_tune, sglang_tuned, sglang_canary) share: their arguments validated
 against their module's DOCUMENTATION (documented_spec: one spec per action), as plain data, and
 `elapsed` in every result. Each says what it decides in `decide()`."""
 
@@ -32,11 +32,15 @@ class DecisionAction(ActionBase):
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
+    # What DOCUMENTATION cannot say of the options (AnsibleModule's mutually_exclusive,
+    # required_one_of, required_by, ...), which the module's description says in words.
+    RULES = {}
 
     def run(self, tmp=None, task_vars=None):
         result = super(DecisionAction, self).run(tmp, task_vars)
         started = time.monotonic()
-        checked, args = self.validate_argument_spec(argument_spec=documented_spec(sys.modules[type(self).__module__].__file__))
+        checked, args = self.validate_argument_spec(argument_spec=documented_spec(sys.modules[type(self).__module__].__file__),
+                                                    **self.RULES)
         result.update(self.decide(plain(args), task_vars))
         result["elapsed"] = round(time.monotonic() - started, 2)
         return result

@@ -1,16 +1,12 @@
 """The canary of a class, as the deploy's plan reads it (the sglang_plan action): the phase of
-each host (the sglang_deploy_phases filter), and the canary's report fact of this deploy (an
-earlier deploy's, in the same run, says nothing about this one)."""
+each host (the sglang_deploy_phases filter), and the skip sglang_canary decided (the decision
+itself is tests/unit/plugins/module_utils/test_canary.py's)."""
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.action.sglang_plan import ActionModule
 from ansible_collections.inferops.sglang.plugins.filter.sglang import sglang_deploy_phases
-
-ROLLED = {"outcome": "rolled_back", "cause": "kv_pool_oom", "deploy": "deploy-2"}
-KEPT = {"outcome": "deployed", "cause": None, "deploy": "deploy-2"}
-FAILED = {"outcome": "failed", "cause": "ct129: PID 7 holds memory on GPU 0", "deploy": "deploy-2"}
 
 
 def test_the_phases_filter_takes_the_play_hosts_and_their_classes():
@@ -20,39 +16,14 @@ def test_the_phases_filter_takes_the_play_hosts_and_their_classes():
     assert got["ct129"]["canary"] and not sglang_deploy_phases(["ct129"], ["a6000"])["ct129"]["canary"]
 
 
-@pytest.mark.parametrize("report, cause", [
-    (KEPT, None),
-    (ROLLED, "class canary rolled back (kv_pool_oom)"),
-    (FAILED, "class canary failed (ct129: PID 7 holds memory on GPU 0)"),
-    (dict(KEPT, deploy="deploy-1"), "class canary failed (it ended before its report (unreachable, or interrupted))"),
-    (None, "class canary failed (it ended before its report (unreachable, or interrupted))"),
-    (dict(KEPT, deploy="an earlier job"), None),
-    (dict(ROLLED, deploy="an earlier job"), "class canary rolled back (kv_pool_oom)"),
-], ids=["kept", "rolled back", "failed before its switch (its rescue's report)",
-        "an earlier deploy's report does not count", "no report at all",
-        "the canary job's row (sglang_canary_outcomes): kept", "the canary job's row: rolled back"])
-def test_the_verdict_reads_the_canary_this_deploy_ran(report, cause):
-    got = ActionModule.canary_verdict("ct130", {"canary": "ct129", "canary_report": report, "deploy_id": "deploy-2"})
-    if cause is None:
-        assert got is None
-    else:
-        assert got == {"cause": cause, "msg": "ct130: skipped: %s (the canary: ct129); this host was not touched"
-                       % cause}
-
-
-@pytest.mark.parametrize("canary", ["ct129", ""], ids=["the canary itself", "canary off"])
-def test_the_canary_and_a_deploy_without_canary_go_on(canary):
-    assert ActionModule.canary_verdict("ct129", {"canary": canary, "canary_report": None, "deploy_id": ""}) is None
-
-
-def test_the_phases_filter_takes_an_earlier_jobs_rows():
-    rows = {"ct129": {"class": "a6000", "outcome": "deployed", "variant": "ddtree"}}
-    got = sglang_deploy_phases(["ct130"], ["a6000"], True, rows)["ct130"]
-    assert (got["group"], got["class_canary"], got["earlier"]["ok"]) == (
-        "sglang_deploy_rest", "ct129, in an earlier job", True)
-    verdict = ActionModule.canary_verdict("ct130", {"canary": got["class_canary"], "canary_report": got["earlier"],
-                                                    "deploy_id": "d"})
-    assert verdict is None
+@pytest.mark.parametrize("said, skip", [
+    ({}, None),
+    ({"go": True, "variant": "dflash", "cause": None, "msg": "ct130: class canary ct129 deployed"}, None),
+    ({"go": False, "variant": "ddtree", "cause": "class canary rolled back (kv_pool_oom)", "msg": "ct130: skipped: ..."},
+     {"cause": "class canary rolled back (kv_pool_oom)", "msg": "ct130: skipped: ..."}),
+], ids=["no canary deploy", "its canary kept a variant", "its canary rolled back"])
+def test_the_plan_skips_the_host_sglang_canary_stopped_and_decides_nothing_of_it(said, skip):
+    assert ActionModule.canary_verdict({"canary_verdict": said}) == skip
 
 
 def test_the_plan_renders_the_role_templates_as_the_template_lookup_does():

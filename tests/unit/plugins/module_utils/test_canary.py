@@ -1,11 +1,11 @@
-"""A canary per host class (module_utils/canary.py) as data tables: who deploys first, and
-whether the rest of a class goes on after its canary."""
+"""A canary per host class (module_utils/canary.py) as data tables: who deploys first, whether
+the rest of a class goes on after its canary and with which variant, and a canary's ladder."""
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.inferops.sglang.plugins.module_utils.canary import (
-    CANARIES, NO_CANARY, REST, phases, verdict,
+    CANARIES, EARLIER, NO_CANARY, REST, earlier_report, follow, phases, rung, verdict,
 )
 
 PLAY = ["ct129", "ct130", "ct200", "ct201", "ct300"]
@@ -102,3 +102,65 @@ def test_a_node_of_a_server_group_is_never_a_canary(groups, host, canary, class_
     got = phases(PLAY, [CLASSES[h] for h in PLAY], True, server_groups=groups)[host]
     assert (got["canary"], got["class_canary"], got["group"]) == (canary, class_canary,
                                                                   CANARIES if canary else REST)
+
+
+# The rest of a class follows its canary's report of this deploy (deploy-2): `follow()` is the one
+# decision of which variant it deploys and whether it goes at all.
+KEPT_DFLASH = {"outcome": "deployed", "cause": None, "variant": "dflash", "deploy": "deploy-2", "ok": True}
+ROLLED = {"outcome": "rolled_back", "cause": "kv_pool_oom", "variant": "ddtree", "deploy": "deploy-2", "ok": False}
+NOT_SKIPPED = "(goes on)"
+
+
+@pytest.mark.parametrize("class_canary, report, go, variant, cause", [
+    ("ct129", KEPT_DFLASH, True, "dflash", None),
+    ("ct129", dict(KEPT_DFLASH, outcome="unchanged"), True, "dflash", None),
+    ("ct129", ROLLED, False, "ddtree", "class canary rolled back (kv_pool_oom)"),
+    ("ct129", dict(ROLLED, ok=True), False, "ddtree", "class canary rolled back (kv_pool_oom)"),
+    ("ct129", dict(ROLLED, outcome="not_retried"), False, "ddtree",
+     "class canary not retried: its configuration rolled back before (kv_pool_oom)"),
+    ("ct129", {"outcome": "failed", "cause": "bad_argument", "variant": "ddtree", "deploy": "deploy-2"}, False, "ddtree",
+     "class canary failed (bad_argument)"),
+    ("ct129", dict(KEPT_DFLASH, deploy="deploy-1"), False, "ddtree",
+     "class canary failed (it ended before its report (unreachable, or interrupted))"),
+    ("ct129", {}, False, "ddtree", "class canary failed (it ended before its report (unreachable, or interrupted))"),
+    ("ct129, in an earlier job", earlier_report({"outcome": "deployed", "variant": "dflash"}), True, "dflash", None),
+    ("ct129, in an earlier job", earlier_report({"outcome": "rolled_back", "cause": "slower", "variant": "dflash"}),
+     False, "ddtree", "class canary rolled back (slower)"),
+    (NO_CANARY, {"outcome": None, "cause": "no canary of class h100 in the earlier job", "ok": False, "deploy": EARLIER},
+     False, "ddtree", "no canary of class h100 in the earlier job"),
+    ("", {}, True, "ddtree", None),
+    ("ct130", KEPT_DFLASH, True, "ddtree", None),
+], ids=["kept its ladder's second variant: the rest deploys it", "already ran it", "rolled back",
+        "rolled back, reported ok (sglang_fail_on_rollback false): still skipped", "not retried",
+        "failed before its switch", "an earlier deploy's report of the same run does not count", "no report at all",
+        "an earlier job's canary kept dflash", "an earlier job's canary rolled back", "no canary in the earlier job",
+        "canary off: the host's own variant", "the host is its own class canary"])
+def test_the_rest_follows_the_variant_its_canary_kept_or_is_skipped(class_canary, report, go, variant, cause):
+    got = follow("ct130", class_canary, report, "deploy-2", "ddtree")
+    assert (got["go"], got["variant"], got["cause"]) == (go, variant, cause), got
+    assert got["msg"].startswith("ct130: "), "the skipped host's report names it"
+    if not go:
+        assert got["msg"] == "ct130: skipped: %s (the canary: %s); this host was not touched" % (cause, class_canary) \
+            or class_canary == NO_CANARY
+
+
+@pytest.mark.parametrize("index, report, go, preceded_by", [
+    (0, None, True, ""),
+    (0, ROLLED, True, ""),
+    (1, ROLLED, True, "ddtree rolled back (kv_pool_oom)"),
+    (1, dict(ROLLED, outcome="not_retried"), True, "ddtree not retried (kv_pool_oom)"),
+    (2, {"outcome": "rolled_back", "cause": "slower", "variant": "dflash", "deploy": "deploy-2",
+         "ladder": "ddtree rolled back (kv_pool_oom)"}, True, "ddtree rolled back (kv_pool_oom); dflash rolled back (slower)"),
+    (1, KEPT_DFLASH, False, ""),
+    (2, dict(KEPT_DFLASH, ladder="ddtree rolled back (kv_pool_oom)"), False, "ddtree rolled back (kv_pool_oom)"),
+    (1, dict(ROLLED, outcome="failed"), False, ""),
+    (1, dict(ROLLED, deploy="deploy-1"), False, ""),
+    (1, None, False, ""),
+], ids=["the first variant always", "the first, whatever an earlier deploy said", "the one before rolled back",
+        "the one before was not retried", "the third after two failures: both said, in order",
+        "the one before was kept: the ladder ends", "kept on the second: the third does not deploy",
+        "the one before failed otherwise (its preflight): the ladder ends", "a report of an earlier deploy",
+        "no report (the rung before ended before it)"])
+def test_a_ladders_next_variant_deploys_only_after_the_one_before_failed_in_this_deploy(index, report, go, preceded_by):
+    got = rung(index, report, "deploy-2")
+    assert (got["go"], got["preceded_by"]) == (go, preceded_by), got
