@@ -1,6 +1,6 @@
 """The playbooks against the lab, as an operator runs them: a kept DDTree deploy, idempotence,
 check mode, the deploy lock, a patch that does not apply, the git source, rollback.yml and bad
-input. (The seed story is the molecule scenario seed_replay and the fault matrix's first rows.)"""
+input. (The seed story is the fault matrix's first rows, and its detection time test_sglang_health's.)"""
 from __future__ import annotations
 
 import hashlib
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.ansible_run import BIN, REPO, run_playbook
-from tests.integration.deploying import REPORTS, UNIT, deploy, healthy, invocation, recap, report
+from tests.integration.deploying import REPORTS, STATE, UNIT, deploy, healthy, invocation, recap, report
 from tests.integration.labhost import labctl
 
 
@@ -182,6 +182,10 @@ def test_rollback_playbook_is_a_no_op_on_a_healthy_known_good_and_restores_other
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "ct129: rolled back to NEXTN: healthy in" in proc.stdout and healthy(ct129)
     assert ct129.run(["cat", UNIT]).stdout == ct129.run(["cat", "/etc/sglang/known-good/sglang.service"]).stdout
+    # The record of what runs is the known-good's, and the unit starts at boot.
+    deployed = json.loads(ct129.run(["cat", STATE + "deployed.json"]).stdout)
+    assert deployed["variant"] == "nextn" and deployed == json.loads(ct129.run(["cat", STATE + "known-good/meta.json"]).stdout)
+    assert ct129.run(["systemctl", "is-enabled", "sglang.service"]).stdout.strip() == "enabled"
 
     before = invocation(ct129)
     again = run_playbook("playbooks/rollback.yml", limit="ct129")
