@@ -28,7 +28,7 @@ class ActionModule(DecisionAction):
         if args.get("publish"):
             return self.publish(args, the_plan, run)
         ended = deploy_plan.outcome(the_plan, run)
-        confirmed = None
+        confirmed, fired = None, None
         guarded = deploy_plan.ran(args["guard"]) and not self._task.check_mode
         if guarded and ended["rollback"]:
             # A gate or a task may have failed because the host was gone past the guard's deadline
@@ -48,14 +48,18 @@ class ActionModule(DecisionAction):
                 return confirmed
             if confirmed.get("fired"):
                 # The guard's deadline came first: it restored the known-good; nothing to confirm.
-                ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=confirmed["fired"]))
+                fired = confirmed["fired"]
+                ended = deploy_plan.outcome(the_plan, dict(run, guard_fired=fired))
         recorded = self.record_rollback(args, ended, task_vars) if ended["rollback"] else None
         if recorded and recorded.get("failed"):
             return recorded
         # The decision is the change: a rollback (its record written here, its restore the handler
         # this task notifies). A confirmation is said in `confirmed`: like the deploy lock, the
         # guard lives only for the switch.
-        return dict(ended, time=run["now"], changed=bool(ended["rollback"]),
+        # (`guard_restored`: the host's guard restored the known-good of this switch already, as its
+        # failure's restore or at its deadline. A rollback then only says so: restore.yml must not
+        # stop a server group's node the guard brought back, for the guard does not start it twice.)
+        return dict(ended, time=run["now"], changed=bool(ended["rollback"]), guard_restored=bool(fired),
                     confirmed=deploy_plan.task_result(confirmed) if confirmed else None)
 
     def record_rollback(self, args, ended, task_vars):

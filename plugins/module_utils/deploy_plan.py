@@ -408,10 +408,17 @@ def _decide(the_plan, run):
     perf = judge(run["perf_gate"], perf_run, run.get("baseline"), run["variant"]) if perf_run else None
     if the_plan.get("stop"):
         return _ended(NOT_RETRIED, the_plan["stop"]["cause"], False, the_plan["stop"]["message"])
-    if run.get("guard_fired") and not guard.acted_on_failure(run["guard_fired"]):
+    fired = run.get("guard_fired")
+    if fired and not guard.acted_on_failure(fired):
+        peer = group_failure(run.get("group"), run.get("group_said"), run["variant"], run.get("since"))
+        if peer and guard.acted_for_the_group(fired):
+            # A server group's guard restored this node because another node's new server failed
+            # (its guard said so first, the controller still reading rank 0's gate): that node's
+            # failure, as when the controller rolls the group back.
+            return _ended(ROLLED_BACK, GROUP_NODE_FAILED, True, peer["text"], perf, gate, peer["blameless"])
         return _ended(ROLLED_BACK, GUARD_ACTED, False, "the host's guard restored the known-good before this deploy "
                       "confirmed the switch (%s); raise sglang_guard_margin above what the gates take"
-                      % guard.said(run["guard_fired"]), perf, gate)
+                      % guard.said(fired), perf, gate)
     rejected = validation_failure(run["version"], run["release"], run["variant"], ran(run.get("validation")))
     if rejected:
         return _ended(FAILED, BAD_ARGUMENT, False, rejected)

@@ -262,6 +262,11 @@ def acted_on_failure(result):
     return bool(result) and result.get("reason") == FOLLOW
 
 
+def acted_for_the_group(result):
+    """The guard restored because its server group's link said so (another node's guard)."""
+    return bool(result) and result.get("reason") == GROUP
+
+
 def rotation_said(result):
     if result.get("rejoined"):
         return ", and put it back into the gateway's rotation"

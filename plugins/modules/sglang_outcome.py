@@ -209,6 +209,13 @@ changed:
   description: The deploy rolls back (its record written; the task's C(notify) restores the known-good).
   returned: always
   type: bool
+guard_restored:
+  description:
+    - The host's guard restored the known-good of this switch already (its failure's restore, or at its deadline,
+      before this decision). A rollback then only says so and records it; the role's restore does not stop a server
+      group's node first (the guard brought it back with the group, and does not start it twice).
+  returned: success
+  type: bool
 confirmed:
   description: M(inferops.sglang.sglang_guard)'s answer to the confirmation; null when nothing was confirmed.
   returned: success

@@ -206,11 +206,12 @@ def rolled_back(group, faults):
     face, peer = group["hosts"]
     peer.put(FAULTS, json.dumps(dict(faults, only_algorithm="DDTREE")))
     try:
-        # (A 20 s stall floor, not the production 600: the starts are meant to stall. Not less:
-        # the host's restore holds the known-good's start to the same floor, and under CI's load
-        # rank 0's NEXTN can wait quietly in its parallel init for longer than 8 s while node 1's
-        # interpreter starts; a try that fails so restarts each node alone, and the group may not
-        # meet again. No speed baseline: the starts fail before a speed is measured.)
+        # (A 20 s stall floor, not the production 600: the starts are meant to stall. Rank 0's gate
+        # waits for node 1 in its all-reduce until then, longer than the 15 s grace, so the host
+        # keeps its promise first: node 1's guard sees its new server fail and restores the group,
+        # before the controller reads node 1's verdict - on every machine, not only on a loaded
+        # one (CI found the rollback after it stopping node 1's restored NEXTN). No speed
+        # baseline: the starts fail before a speed is measured.)
         proc = run(group, "deploy_ddtree", sglang_check_fit=False, sglang_retry_rolled_back=True,
                    sglang_service_health_stall=20, sglang_perf_gate={"enabled": False})
     finally:

@@ -60,7 +60,7 @@ def test_a_task_failed_after_the_restart(fired, cause, rollback):
     got, call = decide(fired)
     assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == ("rolled_back", cause, rollback, False)
     # A rollback is the task's change (its notify restores); an undone switch has none to make.
-    assert got["confirmed"] is None and got["changed"] is rollback
+    assert got["confirmed"] is None and got["changed"] is rollback and got["guard_restored"] is (fired is not None)
     assert modules(call) == [GUARD_MODULE] + ([STATE_MODULE] if rollback else [])
 
 
@@ -119,6 +119,8 @@ def test_the_host_that_restored_a_failed_new_server_leaves_the_rollback_to_the_h
     got, _call = decide(by_host, **GATES["health gate failed"])
     assert (got["outcome"], got["cause"], got["rollback"], got["remember"]) == (
         "rolled_back", "kv_pool_oom", True, True)
+    # (So restore.yml does not stop a server group's node the guard brought back: it would stay down.)
+    assert got["guard_restored"] is True
 
 
 @pytest.mark.parametrize("trial, confirmed, recorded", [(False, True, True), (True, False, False)],

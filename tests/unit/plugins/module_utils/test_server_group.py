@@ -143,11 +143,17 @@ def test_the_node_that_fell_first_is_named(host, said, says, first):
         assert says in found["text"] and found["first"] is first
 
 
-def decide(gate_state="healthy", cause=None, said=(OK0, OK1), host="gpu-a", link=None):
+def decide(gate_state="healthy", cause=None, said=(OK0, OK1), host="gpu-a", link=None, fired=None):
     gate = {"state": gate_state, "cause": cause}
     run = {"variant": "dflash", "version": "0.5.23", "release": "/r", "restarted": True, "gate": gate,
-           "perf_gate": {}, "group": group(host), "group_said": list(said), "since": SINCE, "link": link}
+           "perf_gate": {}, "group": group(host), "group_said": list(said), "since": SINCE, "link": link,
+           "guard_fired": fired}
     return dp.outcome({"config_id": "c"}, run)
+
+
+# What rank 0's guard did when node 1's guard said its new server failed (guard.act's result).
+FOR_THE_GROUP = {"reason": "group", "why": "gpu-b (rank 1) restores (DFLASH failed ...)", "time": SINCE + 30,
+                 "restored": "nextn", "healthy": True, "seconds": 18.3}
 
 
 BROKEN = {"ok": False, "msg": "server group ds_r1_a: gpu-b (rank 1) cannot reach rank 0 (gpu-a) at ..."}
@@ -174,11 +180,17 @@ BROKEN = {"ok": False, "msg": "server group ds_r1_a: gpu-b (rank 1) cannot reach
      "gpu-b (rank 1) cannot reach rank 0 (gpu-a)"),
     # a link that holds says nothing
     ({"link": {"ok": True, "msg": "gpu-a (rank 0) reaches rank 0"}}, "deployed", None, ""),
+    # the group's guards restored it before the controller read node 1's verdict: node 1's
+    # failure all the same (its rollback only says so), not "the guard acted first"
+    ({"gate_state": "failed", "cause": "unit_failed", "said": (STALL0, OOM1), "fired": FOR_THE_GROUP}, "rolled_back",
+     dp.GROUP_NODE_FAILED, "gpu-b (rank 1) rolled back (kv_pool_oom)"),
+    # the deadline, with no node that fell: the guard acted first
+    ({"fired": dict(FOR_THE_GROUP, reason="deadline")}, "rolled_back", dp.GUARD_ACTED, "the host's guard restored"),
 ])
 def test_a_node_rolls_back_with_its_group(kwargs, outcome, cause, failure):
     ended = decide(**kwargs)
     assert (ended["outcome"], ended["cause"]) == (outcome, cause) and failure in ended["failure"]
-    assert ended["rollback"] == (outcome == "rolled_back")
+    assert ended["rollback"] == (outcome == "rolled_back" and cause != dp.GUARD_ACTED)
 
 
 @pytest.mark.parametrize("kwargs, remembered", [
