@@ -142,13 +142,14 @@ def follow(host, class_canary, report, deploy_id, variant):
     what the host deploys unless its canary kept another (its ladder's first). The canary's
     outcome decides, never its `ok` (a canary run with sglang_fail_on_rollback false reports ok
     on a rollback). `msg` names the host: it is the skipped host's report."""
+    kept = None
     if not class_canary or class_canary == host:
         said = verdict(None, None)
     elif of_this_deploy(report, deploy_id):
         said = verdict(class_canary, report)
+        kept = report.get("variant") if said["go"] else None
     else:
         said = verdict(class_canary, None, NO_REPORT)
-    kept = report.get("variant") if said["go"] and class_canary and class_canary != host else None
     return dict(said, variant=kept or variant, msg="%s: %s" % (host, said["msg"]))
 
 
@@ -166,6 +167,7 @@ def rung(index, report, deploy_id):
     if index == 0:
         return {"go": True, "preceded_by": "", "msg": "the ladder's first variant"}
     report = report or {}
+    # (Not of_this_deploy: an earlier job's canary row never stands for the rung before on this host.)
     if report.get("deploy") != deploy_id:
         return {"go": False, "preceded_by": "", "msg": "no report of this deploy from the rung before"}
     if report.get("outcome") not in NEXT_RUNG:

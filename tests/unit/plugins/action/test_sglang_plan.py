@@ -26,6 +26,20 @@ def test_the_plan_skips_the_host_sglang_canary_stopped_and_decides_nothing_of_it
     assert ActionModule.canary_verdict({"canary_verdict": said}) == skip
 
 
+@pytest.mark.parametrize("facts, before", [
+    ({"deployed": {"variant": "nextn"}}, "nextn"),
+    ({"deployed": {"variant": "nextn"}, "pending": {"variant": "dflash"}}, "dflash (unverified)"),
+    ({}, None),
+], ids=["serving its known-good", "a switch of an earlier run pending", "nothing of ours"])
+def test_a_skipped_host_is_reported_untouched_with_its_canarys_cause(facts, before):
+    skip = {"cause": "class canary rolled back (kv_pool_oom)", "msg": "ct130: skipped: class canary rolled back"}
+    got = ActionModule.skipped({"variant": "ddtree", "unit": "sglang.service"}, facts, skip)
+    assert got["ended"]["outcome"] == "skipped" and got["ended"]["cause"] == skip["cause"]
+    assert got["ended"]["failure"] == skip["msg"] and got["ended"]["ok"] and not got["ended"]["rollback"]
+    # (Nothing to converge and nothing earlier: the host runs what it ran, as its report says.)
+    assert (got["before"], got["converged"], got["earlier"]) == (before, False, None)
+
+
 def test_the_plan_renders_the_role_templates_as_the_template_lookup_does():
     """The plan renders over a shallow copy of the variables; the texts (and so every deployed
     host's configuration id) must stay byte for byte the lookup's."""
