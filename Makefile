@@ -222,7 +222,7 @@ TEST_WORKERS ?= 3
 # A run clears only the sets test runs make (inferops-test-*): a person's lab hosts stay.
 integration: lab-image lab-wheelhouse checker-wheelhouse lab-index matrix-venvs  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
 	$(LAB) down --matching inferops-test-
-	rm -f build/kill-matrix.tsv build/playbook-runs.tsv   # (the guard's kill rows add their seconds to one, each playbook run its own to the other)
+	rm -f build/kill-matrix.tsv build/watch-rows.tsv build/playbook-runs.tsv   # (the guard's kill rows and the watch rows add their seconds, each playbook run its own)
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --max-worker-restart 0 \
 	  --durations 15 tests/integration
 

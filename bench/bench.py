@@ -432,6 +432,65 @@ def bench_guard():
     return out
 
 
+# The watch row's late failures, each set off by a file once DDTREE is confirmed and watched: a
+# crash (an illegal memory access on rank 0), and rank 0's scheduler hung behind a live HTTP
+# server (SGLang's own health timeout 3 s here, as the integration row; production's is 20 s).
+LATE = "/etc/inferops-lab/crash-now"
+WATCH_ROWS = (
+    ("a crash after the settle window", {"crash_when_file": LATE, "only_algorithm": "DDTREE"}, {}),
+    ("a dead scheduler behind a live HTTP server", {"rank_hang": {"rank": 0, "when_file": LATE},
+                                                    "only_algorithm": "DDTREE"},
+     {"sglang_service_timeout_stop_sec": 10, "sglang_service_environment": {
+         "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+         "SGLANG_HEALTH_CHECK_TIMEOUT": "3"}}),
+)
+WATCH_INTERVAL = 2
+
+
+def watched_failure(host, faults, extra):
+    """DDTREE deployed and watched (a probe each WATCH_INTERVAL s), then its late failure: the
+    seconds from the failure to the watch naming it, and to NEXTN healthy again."""
+    host.run("rm -f /etc/sglang/guard.json " + LATE)
+    host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
+    proc = playbook("playbooks/deploy_ddtree.yml", [host.name], sglang_watch_duration=600,
+                    sglang_watch_interval=WATCH_INTERVAL, sglang_retry_rolled_back=True, **extra)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    failed = time.time()
+    host.put(LATE, "")
+
+    def ended():
+        out = host.run(["cat", "/etc/sglang/guard.json"], check=False)
+        result = json.loads(out.stdout) if out.returncode == 0 else {}
+        return result if result.get("reason") == "watch" and result.get("restored") else None
+    poll(ended, 300)
+    result = ended()
+    assert result["healthy"], result
+    host.run("rm -f /etc/inferops-lab/faults.json " + LATE)
+    return {"named": result["time"] - failed, "back": result["time"] + result["seconds"] - failed,
+            "restore": result["seconds"], "cause": result["breach"]["cause"]}
+
+
+def bench_watch():
+    """Each late failure of WATCH_ROWS on a watched DDTREE: failure to named, and to NEXTN healthy."""
+    host = LabHost("ct200")
+    out = []
+    for name, faults, extra in WATCH_ROWS:
+        reset_to_nextn([host])
+        runs = [watched_failure(host, faults, extra) for _rep in range(min(REPS, 3))]
+        out.append({"name": name, "cause": runs[0]["cause"], "max": max(r["back"] for r in runs)} | {
+            key: statistics.median(r[key] for r in runs) for key in ("named", "back", "restore")})
+    return out
+
+
+def watch_lines(rows):
+    return ["| the watch after the gates, %s: the failure to the host's watch naming it (%s) and to NEXTN healthy "
+            "again, restored by the host alone (a probe each %d s) | median %.1f s to named, %.1f s to healthy (max "
+            "%.1f s), %.1f s of it the restore with its settle | goal: named within 2 probes (%d s) plus the probe's "
+            "own wait; before: never (the deploy looked away after its settle window) |"
+            % (row["name"], row["cause"], WATCH_INTERVAL, row["named"], row["back"], row["max"], row["restore"],
+               2 * WATCH_INTERVAL) for row in rows]
+
+
 # The deploy's own fact gathering: the one sglang_facts call its converged check makes, with
 # the same options (the lab's paths), and no other task.
 FACTS_PLAY = """- hosts: ct200
@@ -497,9 +556,9 @@ ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback ov
              "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
              "journal": ("| journal classification",), "gateway": ("| gateway",),
              "guard": ("| the controller gone",), "startup": ("| start-up,",), "tune": ("| tune,",),
-             "forks": ("| forks held",), "group": ("| server group",)}
+             "forks": ("| forks held",), "group": ("| server group",), "watch": ("| the watch after the gates",)}
 # The rows that are medians of BENCH_REPS runs (the fleet's: BENCH_FLEET_REPS; the others: one run).
-REPEATED = {"journal", "detection", "startup", "rollback", "guard", "idempotent"}
+REPEATED = {"journal", "detection", "startup", "rollback", "guard", "idempotent", "watch"}
 ALL_ROWS = set(ROW_ORDER)
 TABLE_HEAD = ["| measurement | result | baseline / goal |", "| --- | --- | --- |"]
 GATEWAY_TAIL = "\nThe gateway rollout's fleet summary"
@@ -1085,6 +1144,7 @@ def main():
     started_up = progress("startup", bench_startup) if "startup" in only else None
     tuned = progress("tune", bench_tune) if "tune" in only else None
     grouped = progress("group", bench_group) if "group" in only else None
+    watched = progress("watch", bench_watch) if "watch" in only else None
     header = ("%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
               "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
               "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
@@ -1181,6 +1241,8 @@ def main():
         rows["forks"] = forks_lines(forks)
     if grouped:
         rows["group"] = group_lines(grouped)
+    if watched:
+        rows["watch"] = watch_lines(watched)
     gateway_tail = ""
     if gateway_row:
         rows["gateway"] += gateway_lines(gateway_row)

@@ -504,6 +504,8 @@ class Server:
         (nothing tells a real scheduler to exit, sgl-project/sglang#23627): the unit's
         control-group kill ends it."""
         hang = self.faults.get("rank_hang") or {}
+        # ("when_file": only once that file exists - a rank that hangs minutes into serving, after its gates.)
+        trigger = hang.get("when_file")
         forwards = 0
         while True:
             try:
@@ -511,7 +513,8 @@ class Server:
             except EOFError:
                 while True:
                     time.sleep(3600)
-            if int(hang.get("rank", -1)) == rank and forwards >= int(hang.get("after_forwards", 0)):
+            if int(hang.get("rank", -1)) == rank and forwards >= int(hang.get("after_forwards", 0)) and \
+                    (not trigger or os.path.exists(trigger)):
                 while True:
                     time.sleep(3600)
             forwards += 1

@@ -14,7 +14,7 @@ __metaclass__ = type
 import time
 
 from ansible.errors import AnsibleActionFail
-from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan
+from ansible_collections.inferops.sglang.plugins.module_utils import deploy_plan, watch
 from ansible_collections.inferops.sglang.plugins.plugin_utils.decision import DecisionAction
 
 GUARD_MODULE = "inferops.sglang.sglang_guard"
@@ -41,9 +41,10 @@ class ActionModule(DecisionAction):
         if guarded and not ended["rollback"] and ended["cause"] != deploy_plan.GUARD_ACTED and not args.get("trial"):
             # (A server group's other nodes hold their guards until rank 0's confirms the group: guard_link.)
             group = args.get("server_group") or {}
-            confirmed = self.call(GUARD_MODULE, {"state": "disarmed", "unit": args["unit"],
-                                                 "state_dir": args["state_dir"], "config_id": the_plan["config_id"],
-                                                 "hold": bool(group) and not group.get("face")}, task_vars)
+            confirmed = self.call(GUARD_MODULE, dict({"state": "disarmed", "unit": args["unit"],
+                                                      "state_dir": args["state_dir"], "config_id": the_plan["config_id"],
+                                                      "hold": bool(group) and not group.get("face")},
+                                                     **self.watched(args, ended)), task_vars)
             if confirmed.get("failed"):
                 return confirmed
             if confirmed.get("fired"):
@@ -61,6 +62,17 @@ class ActionModule(DecisionAction):
         # stop a server group's node the guard brought back, for the guard does not start it twice.)
         return dict(ended, time=run["now"], changed=bool(ended["rollback"]), guard_restored=bool(fired),
                     confirmed=deploy_plan.task_result(confirmed) if confirmed else None)
+
+    @staticmethod
+    def watched(args, ended):
+        """The confirmation's watch after the gates (sglang_guard's watch), with the speed limit's
+        figures from this deploy's performance gate; {} when none is asked."""
+        given = args.get("watch") or {}
+        if not given or float(given.get("duration") or 0) <= 0:
+            return {}
+        # (Its /metrics only when the server exports them: SGLang's --enable-metrics.)
+        exported = "--enable-metrics" in (args["plan"].get("argv") or [])
+        return {"watch": dict(given, metrics=exported, baseline=watch.baseline_of(ended.get("perf")))}
 
     def record_rollback(self, args, ended, task_vars):
         """The rolled-back configuration recorded on the host before its restore (so a re-run

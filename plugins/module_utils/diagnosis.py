@@ -187,6 +187,8 @@ def status(facts, host, last=None):
             group.get("node_rank"), group["name"], ", ".join(nodes) or "?")
     if facts.get("guard"):
         line += "\n  the host's guard: " + guard.said(facts["guard"])
+    if (facts.get("watch") or {}).get("said"):
+        line += "\n  the host's watch: " + facts["watch"]["said"]
     if running.get("timeline") and not pending:
         beside = known_good.get("timeline") if known_good.get("variant") != running.get("variant") else None
         line += "\n  its start-up: " + startup.describe_timeline(running["timeline"], beside)

@@ -42,7 +42,9 @@ import subprocess
 import sys
 import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils import guard_link, host_state
+from ansible_collections.inferops.sglang.plugins.module_utils import gateway as gateway_rules, guard_link, host_state
+from ansible_collections.inferops.sglang.plugins.module_utils import watch as watching
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_failures import Classifier
 from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
 from ansible_collections.inferops.sglang.plugins.module_utils.gpu_leftovers import describe_leftovers, leftovers
 from ansible_collections.inferops.sglang.plugins.module_utils.journal import (
@@ -70,7 +72,7 @@ VERDICT = "verdict.json"
 LIB_DIR = "/usr/local/lib/inferops-sglang/guard"
 # The module_utils the guard's program imports on the host (pure, standard library only).
 PROGRAM_MODULES = ("guard.py", "guard_link.py", "host_state.py", "systemd_state.py", "host_processes.py", "nvidia_smi.py",
-                   "gpu_leftovers.py", "adoption.py", "journal.py", "sglang_failures.py")
+                   "gpu_leftovers.py", "adoption.py", "journal.py", "sglang_failures.py", "watch.py", "gateway.py")
 # What the guard's run decides, by name. CONFIRM: a server group's node whose rank 0 ended the
 # switch without a restore, while this node serves with the group (rank 0's confirmation is the group's).
 IDLE, WAIT, RESTORE, CONFIRM = "idle", "wait", "restore", "confirm"
@@ -78,6 +80,12 @@ IDLE, WAIT, RESTORE, CONFIRM = "idle", "wait", "restore", "confirm"
 # controller handed over (phase RESTORE: its rollback) is ROLLBACK, whichever of them runs it.
 # GROUP: another node of the server group restores (guard_link), so this one does.
 DEADLINE, BOOT, FOLLOW, ROLLBACK, GROUP = "deadline", "boot", "follow", "rollback", "group"
+# The watch after the gates (watch.json, written as the deploy confirms the switch): the follower
+# goes on probing the confirmed server and restores the known-good on a breach (module_utils/watch).
+WATCH, WATCHED = "watch.json", "watch"
+# How a watch ended: its time ran out, it restored the known-good, or something else ended it (a
+# new switch, a rollback).
+CLEAN, RESTORED, SUPERSEDED = "clean", "restored", "superseded"
 # The phases of a switch a new server's failure is judged in: its gate, and a server group's node
 # the controller confirmed (HELD: until rank 0, confirmed last, confirms the group).
 GATE, HELD = "gate", "held"
@@ -286,6 +294,10 @@ def said(result):
         return None
     tries = " after %d tries" % result["attempts"] if result.get("attempts", 1) > 1 else ""
     alone = "" if result.get("reason") == ROLLBACK else " by itself"
+    if result.get("reason") == WATCHED and result.get("healthy"):
+        return ("the watch restored %s at %s: %s, healthy in %.1f s%s%s"
+                % (result.get("restored", "the known-good").upper(), short_clock(result["time"]), result["why"],
+                   result.get("seconds", 0.0), tries, rotation_said(result)))
     if result.get("healthy"):
         return ("%s at %s; the host restored %s%s, healthy in %.1f s%s%s"
                 % (result["why"], short_clock(result["time"]), result.get("restored", "the known-good").upper(),
@@ -757,6 +769,227 @@ def relay_confirmation(link, last, state_dir):
     return link.say(guard_link.CONFIRMED, "%s confirmed" % last.get("variant", "?").upper())
 
 
+# -- the watch after the gates --------------------------------------------------------------------
+
+def read_watch(state_dir):
+    return host_state.read_json(os.path.join(state_dir, WATCH))
+
+
+def watching_now(record, config_id=None):
+    """The watch `record` still runs (and watches the switch `config_id`, when given)."""
+    return bool(record) and not record.get("ended") and (config_id is None or record.get("config_id") == config_id)
+
+
+def begin_watch(state_dir, pending, options, now):
+    """The confirmed switch's watch, for the follower (the caller holds the lock, and ends the
+    switch): the switch's own record (its restore: the known-good, the unit, the gateway) and the
+    watch's options (duration, interval, limits, baseline, gateway, metrics). Returns it."""
+    record = dict(pending, watch=dict(options), watch_started=now, until=now + float(options["duration"]))
+    write_json(os.path.join(state_dir, WATCH), record, 0o600)
+    return record
+
+
+def end_watch(state_dir, outcome, why, breach=None):
+    """The running watch ends (the caller holds the lock): how, why, when. Returns its record, or
+    None when none ran."""
+    record = read_watch(state_dir)
+    if not watching_now(record):
+        return None
+    record.update(ended=time.time(), outcome=outcome, ended_why=why, breach=breach)
+    write_json(os.path.join(state_dir, WATCH), record, 0o600)
+    return record
+
+
+def watch_summary(record):
+    """The last watch as sglang_facts returns it (no gateway key): what, until when, how it ended."""
+    if not record:
+        return None
+    keys = ("config_id", "variant", "watch_started", "until", "ended", "outcome", "ended_why", "breach")
+    said = dict((key, record.get(key)) for key in keys)
+    return dict(said, said=watch_said(record))
+
+
+def watch_said(record, now=None):
+    """What status.yml says of the last watch: running until when, how it ended, or None."""
+    if not record:
+        return None
+    variant = (record.get("variant") or "?").upper()
+    if watching_now(record) and (now or time.time()) > float(record["until"]) + 60:
+        return "the watch of %s did not end by %s: its follower stopped (a reboot?)" % (
+            variant, short_clock(float(record["until"])))
+    if watching_now(record):
+        return "watching %s until %s" % (variant, short_clock(float(record["until"])))
+    if record.get("outcome") == CLEAN:
+        return "the watch of %s ended clean at %s" % ((record.get("variant") or "?").upper(),
+                                                      short_clock(float(record["ended"])))
+    if record.get("outcome") == SUPERSEDED:
+        return "the watch of %s ended at %s: %s" % ((record.get("variant") or "?").upper(),
+                                                    short_clock(float(record["ended"])), record.get("ended_why"))
+    return None   # (restored: guard.json says it, with the restore)
+
+
+class WatchedJournal(object):
+    """The unit's journal since the watch began, read on from where the last probe stopped (its
+    cursor), through the gate's classifier: every rank's lines, each restart's too."""
+
+    def __init__(self, unit, since):
+        self.unit, self.since, self.cursor = unit, since, None
+        self.classifier = Classifier()
+
+    def command(self):
+        argv = ["journalctl", "-u", self.unit, "-o", "cat", "--no-pager", "--show-cursor"]
+        return argv + (["--after-cursor", self.cursor] if self.cursor else ["--since", "@%d" % int(self.since)])
+
+    def read(self):
+        """The classifier's result over every line so far ({cause, rank, evidence}), or None."""
+        _rc, out, _err = run_command(self.command())
+        for line in out.splitlines():
+            if line.startswith("-- cursor: "):
+                self.cursor = line[len("-- cursor: "):].strip()
+            else:
+                self.classifier.feed(line)
+        found = self.classifier.result()
+        return found if found["cause"] else None
+
+
+def generation(url, key, timeout):
+    """One real generation through SGLang's /health_generate (a one-token request; SGLang answers
+    503 once its scheduler did not answer within its own 20 s): ("ok", None) or ("failed", why)."""
+    parts = urlsplit(url)
+    headers = {"Authorization": "Bearer " + key} if key else {}
+    conn = HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    began = time.monotonic()
+    try:
+        conn.request("GET", "/health_generate", headers=headers)
+        status = conn.getresponse().status
+    except (OSError, ValueError) as exc:
+        return "failed", "GET /health_generate: no answer in %.1f s (%s)" % (time.monotonic() - began, exc)
+    finally:
+        conn.close()
+    return ("ok", None) if status == 200 else \
+        ("failed", "GET /health_generate answered %d after %.1f s" % (status, time.monotonic() - began))
+
+
+def metrics_text(url, key, timeout):
+    """SGLang's /metrics (Prometheus text), or "" when it does not answer."""
+    parts = urlsplit(url)
+    conn = HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    try:
+        conn.request("GET", "/metrics", headers={"Authorization": "Bearer " + key} if key else {})
+        answer = conn.getresponse()
+        return answer.read().decode("utf-8", "replace") if answer.status == 200 else ""
+    except (OSError, ValueError):
+        return ""
+    finally:
+        conn.close()
+
+
+# A watch's generation waits SGLang's own health timeout (20 s) and a margin before it says no answer.
+GENERATION_TIMEOUT = 25.0
+
+
+def probe(record, journal, key):
+    """One look at the confirmed server, for watch.observe()."""
+    options = record["watch"]
+    status = read_unit(record["unit"])
+    said = {"time": time.time(), "unit": status["active_state"], "diagnosis": journal.read(),
+            "generation": None, "metrics": None}
+    if status["active_state"] == "active":
+        said["generation"], said["generation_evidence"] = generation(options["url"], key, GENERATION_TIMEOUT)
+        if options.get("metrics"):
+            said["metrics"] = watching.metrics_figures(metrics_text(options["url"], key, 10.0))
+    return said
+
+
+def watch(state_dir, config_id, sleep=time.sleep):
+    """The follower, once the deploy confirmed the switch `config_id` with a watch: a probe each
+    interval until the watch's time runs out (ended clean), its record is ended by another (a new
+    switch), or a breach, which restores the known-good (act_on_breach). Returns the line it says,
+    or None when no watch of this switch runs."""
+    record = read_watch(state_dir)
+    if not watching_now(record, config_id):
+        return None
+    options, variant = record["watch"], (record.get("variant") or "?").upper()
+    thresholds = watching.limits(options.get("limits"))
+    interval = float(options.get("interval") or thresholds["interval"])
+    journal, state = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh(time.time())
+    say("inferops.sglang guard (watch): watching %s until %s, a probe each %.0f s" % (
+        variant, short_clock(float(record["until"])), interval))
+    while True:
+        sleep(interval)
+        now_record = read_watch(state_dir)
+        if not watching_now(now_record, config_id):
+            return "inferops.sglang guard (watch): the watch of %s ended: %s" % (
+                variant, (now_record or {}).get("ended_why") or "its record is gone")
+        if time.time() >= float(record["until"]):
+            with Locked(state_dir):
+                ended = end_watch(state_dir, CLEAN, "its time ran out with no breach")
+            return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
+        state, breach = watching.observe(state, probe(record, journal, api_key(state_dir)), thresholds,
+                                         options.get("baseline"))
+        if breach:
+            return act_on_breach(state_dir, record, breach)
+
+
+def breach_said(breach):
+    """A breach as the watch says it: cause, rank, evidence."""
+    return "%s%s%s" % (breach["why"], " on %s" % breach["rank"] if breach.get("rank") and breach["rank"] not in
+                       breach["why"] else "", " (%s)" % breach["evidence"] if breach.get("evidence") else "")
+
+
+def drain(record):
+    """The worker out of its gateway's rotation before the restore, as sglang_gateway's drain
+    (DELETE /workers/{id}); its requests in flight are on the failed server, and end with it.
+    The record's gateway, as a switch's drained one, for back_in_rotation. None, or why not."""
+    gateway = (record.get("watch") or {}).get("gateway") or {}
+    if not gateway.get("url"):
+        return None
+    headers = {"Authorization": "Bearer " + gateway["api_key"]} if gateway.get("api_key") else {}
+    record["gateway"] = dict(gateway, drained_at=time.time())
+    try:
+        _status, listing = gateway_call("GET", gateway["url"], "/workers", headers)
+        worker = gateway_rules.find_worker(listing, gateway["worker_url"])
+        if worker is not None:
+            gateway_call("DELETE", gateway["url"], "/workers/%s" % worker["id"], headers)
+    except (OSError, ValueError) as exc:
+        return "%s could not be reached: %s" % (gateway["url"], exc)
+    return None
+
+
+def gateway_call(method, base, path, headers):
+    parts = urlsplit(base.rstrip("/") + path)
+    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+    conn = kind(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), timeout=10)
+    try:
+        conn.request(method, parts.path, headers=headers)
+        answer = conn.getresponse()
+        body = answer.read()
+        return answer.status, json.loads(body.decode("utf-8")) if body.strip().startswith(b"{") else None
+    finally:
+        conn.close()
+
+
+def act_on_breach(state_dir, record, breach):
+    """The watch's breach: under the guard's lock, the worker out of rotation, the switch's one
+    restore (the known-good the deploy kept), back in rotation, the configuration on the record
+    as rolled back, and the watch ended. Returns the line it says."""
+    with Locked(state_dir):
+        if not watching_now(read_watch(state_dir), record["config_id"]):
+            return "inferops.sglang guard (watch): the watch ended meanwhile; nothing to do"
+        why = breach_said(breach)
+        result = {"time": time.time(), "why": why, "reason": WATCHED, "pending": record, "breach": breach,
+                  "healthy": False, "restored": None, "unit": record.get("unit"), "error": UNFINISHED}
+        write_json(os.path.join(state_dir, RESULT), result)
+        say("inferops.sglang guard (watch): %s: the host restores the known-good" % why)
+        result["drain_error"] = drain(record)
+        result.update(restore(state_dir, record))
+        result.update(back_in_rotation(state_dir, record, result), lock_released=False)
+        remember_failure(state_dir, record, {"why": why, "cause": breach["cause"]})
+        write_json(os.path.join(state_dir, RESULT), result)
+        end_watch(state_dir, RESTORED, why, breach)
+    return "inferops.sglang guard (watch): %s" % said(result)
+
+
 def follow(state_dir, poll=FOLLOW_POLL):
     """The follower: watch the pending switch until it ends, and restore when it failed and no
     controller took it over (decide), or when its server group's other guards say so. Returns
@@ -767,8 +1000,11 @@ def follow(state_dir, poll=FOLLOW_POLL):
             pending = read_pending(state_dir)
             if not pending:
                 told = relay_confirmation(link, last, state_dir)
-                return "inferops.sglang guard (follow): the switch ended (confirmed or rolled back)%s; nothing to do" % (
-                    "; told ranks %s it is the group's" % ", ".join(map(str, told)) if told else "")
+                # (A confirmed switch with a watch: this follower watches it; one started with no
+                # switch pending takes up a watch that runs, as after its own restart.)
+                watched = watch(state_dir, last["config_id"] if last else (read_watch(state_dir) or {}).get("config_id"))
+                return watched or "inferops.sglang guard (follow): the switch ended (confirmed or rolled back)%s; " \
+                    "nothing to do" % ("; told ranks %s it is the group's" % ", ".join(map(str, told)) if told else "")
             if last is None:
                 link = linked(state_dir, pending)
             last = pending

@@ -196,6 +196,13 @@ ansible_facts:
           description: What the host's guard last did on its own (C(guard.json)), or null.
           type: dict
           sample: {restored: nextn, healthy: true, seconds: 5.1, reason: deadline}
+        watch:
+          description:
+            - The host's last watch after the gates (C(watch.json), written as a deploy confirmed its switch), or
+              null - its C(variant), C(until), C(ended), C(outcome) (V(clean), V(restored), V(superseded)),
+              C(ended_why), C(breach) and C(said), its state in one sentence.
+          type: dict
+          sample: {variant: ddtree, until: 1796113000.0, ended: null, outcome: null, said: "watching DDTREE until 14:32:05"}
         models:
           description: Model folder -> its parsed C(config.json), or null when it has none.
           type: dict
@@ -400,6 +407,7 @@ def main():
         "known_good_problem": known_good_problem(params["state_dir"], params["unit"]),
         "pending": guard.read_pending(params["state_dir"]),
         "guard": guard.read_result(params["state_dir"]),
+        "watch": guard.watch_summary(guard.read_watch(params["state_dir"])),
         "models": model_configs(params["models"]),
         "layout_drift": layout_drift(params["layout"], observe_layout(params["layout"])) if params["layout"] else [],
         "started_at": main_started,

@@ -48,6 +48,13 @@ description:
   - O(state=read) changes nothing - it says whether the guard already acted on the switch O(config_id)
     (RV(fired)), read under the guard's lock, so a guard run restoring that switch now is waited for and its
     result is read once it ended.
+  - O(state=disarmed) with O(watch) keeps watching the confirmed server after its gates, on the host alone - the
+    follower probes it each C(interval) seconds for C(duration) seconds (the unit, a real generation through
+    SGLang's C(/health_generate), the unit's new journal lines through the gate's classifier, SGLang's
+    C(/metrics) when it exports them) and on a breach (see the C(limits)) restores the known-good the switch kept,
+    through the switch's one restore, the worker out of the gateway's rotation meanwhile. It says what it did in
+    C(guard.json) and the journal, and what it does in C(watch.json). A new switch, or the next deploy's snapshot
+    of the running service as the known-good, ends it. A server group's switch is not watched yet.
   - The rollback is the guard's restore too - O(phase=restore) hands it to the host (the rollback's own arm), whose
     follower starts it at once and finishes it whether the controller stays or goes; O(state=read) with O(wait)
     then waits for it and returns its result as the rollback's (RV(ended), RV(rollback)). One restore, one meaning
@@ -200,6 +207,59 @@ options:
         description: The gateway's own API key, if it has one (C(pending.json) is then readable by root only).
         type: str
         default: ""
+  watch:
+    description:
+      - With O(state=disarmed) - the watch after the gates (see the description). Omitted, or C(duration) 0 - none.
+    type: dict
+    suboptions:
+      duration:
+        description: Seconds the watch runs after the confirmation.
+        type: float
+        required: true
+      interval:
+        description: Seconds between two probes.
+        type: float
+        default: 10
+      url:
+        description: The confirmed server's base URL, as the host reaches it (its C(/health_generate), C(/metrics)).
+        type: str
+        required: true
+      metrics:
+        description: Whether the server exports SGLang's C(/metrics) (C(--enable-metrics)); the speed and error
+          limits need them.
+        type: bool
+        default: false
+      limits:
+        description:
+          - What a breach is - C(generation_failures) failed generations in a row (default 3); failed requests
+            above C(error_rate) (0.5) over C(error_window) seconds (120), once C(error_min_requests) (20) were made;
+            a projected speed under C(speed_ratio) (0.9) of the known-good's for C(speed_window) seconds (300).
+            The unit no longer running, or a cause in its journal that breaks a running server (a rank or a peer
+            node gone), is one at once.
+        type: dict
+        default: {}
+      baseline:
+        description: The figures the speed limit compares - C(known_good_speed), C(gate_speed) and
+          C(gate_accept_length) (tokens per second, and the new server's accept length at its performance gate).
+        type: dict
+        default: {}
+      gateway:
+        description: The gateway the worker serves behind - a breach takes the worker out of its rotation before the
+          restore, and puts it back once the known-good is healthy.
+        type: dict
+        suboptions:
+          url:
+            description: The gateway's base URL (smg's), as the host reaches it.
+            type: str
+            required: true
+          worker_url:
+            description: This worker's URL as the gateway knows it.
+            type: str
+            required: true
+          api_key:
+            description: The gateway's own API key, if it has one (C(watch.json) is readable by root only).
+            type: str
+            default: ""
   lock_path:
     description: The deploy lock (M(inferops.sglang.deploy_lock)'s O(inferops.sglang.deploy_lock#module:path)); the
       guard releases the switch's lock when it ends a switch whose controller went away.
@@ -243,6 +303,16 @@ EXAMPLES = r"""
   inferops.sglang.sglang_guard:
     state: disarmed
     config_id: "{{ plan.config_id }}"
+
+- name: Confirm the switch and watch the new server for 30 minutes
+  inferops.sglang.sglang_guard:
+    state: disarmed
+    config_id: "{{ plan.config_id }}"
+    watch:
+      duration: 1800
+      url: http://127.0.0.1:30000
+      limits:
+        generation_failures: 3
 
 - name: Confirm rank 1 of a server group; its guard holds until rank 0 is confirmed
   inferops.sglang.sglang_guard:
@@ -304,6 +374,11 @@ rollback:
     C(waited), C(elapsed), C(msg)); null when nothing ended.
   returned: when read
   type: dict
+watching_until:
+  description: Until when the host watches the confirmed server (disarmed with O(watch)), in UTC; null when it does not.
+  returned: when disarmed
+  type: str
+  sample: "2026-12-03 12:34:31 UTC"
 said:
   description: The guard's result in one sentence, when it acted.
   returned: always
@@ -321,7 +396,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.inferops.sglang.plugins.module_utils import guard, host_state
+from ansible_collections.inferops.sglang.plugins.module_utils import guard, host_state, watch
 from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import parse_show, show_command, unit_status
 
 PACKAGE = "ansible_collections.inferops.sglang.plugins.module_utils"
@@ -513,6 +588,11 @@ def arm(module, params):
                         msg="%s: the host's guard already restored the known-good: %s" % (
                             params["unit"], guard.said(ended)))
         pending = pending_record(module, params, now, earlier)
+        # (A new switch, or a rollback's restore, ends the watch of the switch before it: what it
+        # would restore is what the new switch's own guard restores now.)
+        guard.end_watch(params["state_dir"], guard.SUPERSEDED, "%s began at %s" % (
+            "a rollback" if params["phase"] != "gate" else "a switch to %s" % (params["variant"] or "?").upper(),
+            guard.short_clock(now)))
         write_program(False)
         write_units(params, deadline, False)
         # A new switch: the guard's last result was said by the read that planned it, it is history
@@ -555,8 +635,30 @@ def disarm(module, params):
             return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
         if params["hold"] and pending.get("group"):
             return hold(params, pending)
+        watched = begin_watch(params, pending)
         guard.end_pending(params["state_dir"], params["unit"], run=lambda *args: run(module, *args))
-    return dict(changed=True, pending=pending, fired=None, said=None)
+        if watched:
+            # (The switch's follower watches it; one that is not running - it died - starts.)
+            run(module, "start", "--no-block", guard.follower_unit(params["unit"]))
+    return dict(changed=True, pending=pending, fired=None, said=None,
+                watching_until=guard.clock(watched["until"]) if watched else None)
+
+
+def watch_problem(options):
+    """What is wrong with a watch's limits, before anything is changed, or None."""
+    try:
+        watch.limits((options or {}).get("limits"))
+    except ValueError as exc:
+        return "%s (watch.limits)" % exc
+    return None
+
+
+def begin_watch(params, pending):
+    """The confirmed switch's watch (watch.json), or None: none asked, or a server group's switch."""
+    options = params["watch"]
+    if not options or float(options["duration"]) <= 0 or pending.get("group"):
+        return None
+    return guard.begin_watch(params["state_dir"], pending, options, time.time())
 
 
 def hold(params, pending):
@@ -642,6 +744,13 @@ def main():
             gateway=dict(type="dict", options=dict(url=dict(type="str", required=True),
                                                    worker_url=dict(type="str", required=True),
                                                    api_key=dict(type="str", default="", no_log=True))),
+            watch=dict(type="dict", options=dict(
+                duration=dict(type="float", required=True), interval=dict(type="float", default=10.0),
+                url=dict(type="str", required=True), metrics=dict(type="bool", default=False),
+                limits=dict(type="dict", default={}), baseline=dict(type="dict", default={}),
+                gateway=dict(type="dict", options=dict(url=dict(type="str", required=True),
+                                                       worker_url=dict(type="str", required=True),
+                                                       api_key=dict(type="str", default="", no_log=True))))),
             host=dict(type="str", default="127.0.0.1"),
             port=dict(type="int", default=30000),
             server_group=dict(type="dict"),
@@ -654,7 +763,7 @@ def main():
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
-    problem = input_problem(params) if params["state"] == "armed" else None
+    problem = input_problem(params) if params["state"] == "armed" else watch_problem(params["watch"])
     if problem:
         module.fail_json(msg="%s guard: %s; nothing was changed" % (params["unit"], problem), elapsed=0.0)
     if not os.path.isdir(params["state_dir"]) and not module.check_mode and params["state"] != "read":

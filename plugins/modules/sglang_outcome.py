@@ -87,6 +87,13 @@ options:
     description: A rolled-back deploy did not end well (the host fails once its report is written).
     type: bool
     default: true
+  watch:
+    description:
+      - The watch after the gates the confirmation starts on the host (M(inferops.sglang.sglang_guard)'s
+        O(inferops.sglang.sglang_guard#module:watch) - C(duration), C(interval), C(url), C(metrics), C(limits),
+        C(gateway)); its C(baseline) is this deploy's performance gate's (the known-good's speed, the new
+        server's and its accept length). Omitted, or C(duration) 0 - the host does not watch.
+    type: dict
   server_group:
     description:
       - The host's node of a server group (M(inferops.sglang.sglang_group)'s result); empty for a server on one

@@ -17,7 +17,10 @@ description:
   - O(known_good=snapshot) makes the running service's unit, env and secrets (O(files)) and its
     record (O(record)) the known-good service, all at once - the new snapshot is staged beside
     the old one and swapped in with two renames, so a host that stops half-way still has a
-    complete known-good service (the older one), never a mix of the two.
+    complete known-good service (the older one), never a mix of the two. It is refused when
+    O(unit) restarted since its record's C(invocation_id) was read (the host's watch restored the
+    known-good meanwhile, say), and it ends the host's watch of the running service
+    (M(inferops.sglang.sglang_guard)'s O(inferops.sglang.sglang_guard#module:watch)), under the guard's lock.
   - O(known_good=restore) puts the known-good unit, env and secrets back where the service reads
     them (each file replaced atomically) and its record back as C(deployed.json), and returns the
     record. With no known-good service it changes nothing and returns RV(present=false).
@@ -173,7 +176,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+from ansible_collections.inferops.sglang.plugins.module_utils import guard
 from ansible_collections.inferops.sglang.plugins.module_utils.adoption import display_name
+from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state import parse_show, show_command, unit_status
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import (
     DEPLOYED, KNOWN_GOOD, META, dump_json, known_good_dir, known_good_problem, put_file, read_json,
     restore_entries, restore_known_good, rolled_back_path, snapshot_known_good,
@@ -203,8 +208,38 @@ def snapshot(module, params):
         module.fail_json(msg="cannot snapshot the known-good service: %s missing; the known-good service "
                              "was left as it was and nothing was written" % ", ".join(missing), elapsed=0.0)
     gid = group_id(module, params["group"])
-    changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, module.check_mode)
+    if module.check_mode:
+        changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, True)
+        return [os.path.join(params["state_dir"], KNOWN_GOOD)] if changed else []
+    if not os.path.exists(os.path.join(params["state_dir"], guard.WATCH)):
+        # (No watch: nothing else restarts the service while the deploy holds its lock.)
+        refuse_a_restarted_unit(module, params)
+        changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, False)
+        return [os.path.join(params["state_dir"], KNOWN_GOOD)] if changed else []
+    # The host's watch of what runs may restore the known-good at any moment: under its lock, what
+    # runs is checked to be what the deploy read, and the watch ends (its restore would be itself).
+    with guard.Locked(params["state_dir"]):
+        refuse_a_restarted_unit(module, params)
+        guard.end_watch(params["state_dir"], guard.SUPERSEDED, "the next deploy took it as the known-good at %s"
+                        % guard.short_clock(time.time()))
+        changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, False)
     return [os.path.join(params["state_dir"], KNOWN_GOOD)] if changed else []
+
+
+def refuse_a_restarted_unit(module, params):
+    """The snapshot keeps what the deploy read: a unit restarted since (the host's watch restored
+    the known-good meanwhile, say) is refused. The unit the record read: an adopted one's own."""
+    planned = params["record"].get("invocation_id")
+    unit = (params["record"].get("adopted") or {}).get("unit") or params["unit"]
+    if planned and running_invocation(module, unit) != planned:
+        module.fail_json(msg="cannot snapshot the known-good service: %s restarted since the deploy read it (its "
+                             "invocation is not %s); the known-good service was left as it was. Run the deploy "
+                             "again." % (unit, planned), elapsed=0.0)
+
+
+def running_invocation(module, unit):
+    _rc, out, _err = module.run_command(show_command(unit))
+    return unit_status(parse_show(out))["invocation_id"]
 
 
 def service_files(params, gid):

@@ -132,3 +132,20 @@ def test_a_passing_try_is_neither_confirmed_nor_recorded(trial, confirmed, recor
     assert action.call.called is confirmed and got["record_deployed"] is recorded
     # (No rollback, no change: the confirmation is said in `confirmed`, the notify stays quiet.)
     assert not got["changed"] and (got["confirmed"] is not None) is confirmed
+
+
+WATCH = {"duration": 1800.0, "interval": 10.0, "url": "http://127.0.0.1:30000", "limits": {}, "gateway": None}
+PERF = {"new": {"output_tokens_per_s": 140.0, "accept_length": 3.5}, "baseline": {"output_tokens_per_s": 100.0}}
+
+
+@pytest.mark.parametrize("watch, argv, perf, sent", [
+    (None, [], None, {}),
+    (dict(WATCH, duration=0), [], PERF, {}),
+    (WATCH, ["--enable-metrics"], PERF, {"watch": dict(WATCH, metrics=True, baseline={
+        "known_good_speed": 100.0, "gate_speed": 140.0, "gate_accept_length": 3.5})}),
+    (WATCH, [], None, {"watch": dict(WATCH, metrics=False, baseline={})}),
+], ids=["no watch asked", "duration 0", "a watch with the gate's figures and the server's metrics",
+        "a watch without a performance gate"])
+def test_the_confirmation_starts_the_watch_with_this_deploys_figures(watch, argv, perf, sent):
+    args = dict(ARGS, plan=dict(PLAN, argv=argv), watch=watch)
+    assert ActionModule.watched(args, {"perf": perf}) == sent

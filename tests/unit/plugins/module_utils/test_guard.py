@@ -558,3 +558,106 @@ def test_a_spoke_the_group_confirmed_ends_its_guard_and_one_told_to_restore_acts
     assert guard.follow(str(tmp_path), poll=0.01) == "done"
     assert acted[0][0] == guard.GROUP and acted[0][1]["failed"], acted
     assert acted[0][1]["why"] == "ct200 (rank 0)'s guard restores the server group (oom)"
+
+
+# -- the watch after the gates (the follower, once the switch is confirmed) -----------------------
+
+WATCH_OPTIONS = {"duration": 600.0, "interval": 10.0, "url": "http://127.0.0.1:30000", "metrics": False,
+                 "limits": {}, "baseline": {}, "gateway": None}
+
+
+def test_a_watch_begins_with_the_switchs_record_and_is_ended_once(tmp_path):
+    record = guard.begin_watch(str(tmp_path), dict(PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
+    assert record["until"] == T0 + 600 and record["config_id"] == "c0ffee" and guard.watching_now(record, "c0ffee")
+    assert guard.watch_said(guard.read_watch(str(tmp_path)), now=T0 + 1) == "watching DDTREE until 12:23:20"
+    assert guard.watch_said(guard.read_watch(str(tmp_path)), now=T0 + 900) == \
+        "the watch of DDTREE did not end by 12:23:20: its follower stopped (a reboot?)"
+    ended = guard.end_watch(str(tmp_path), guard.SUPERSEDED, "a switch to DFLASH began at 12:15:00")
+    assert ended["outcome"] == "superseded" and not guard.watching_now(guard.read_watch(str(tmp_path)))
+    assert guard.watch_said(ended).endswith(": a switch to DFLASH began at 12:15:00")
+    assert guard.end_watch(str(tmp_path), guard.CLEAN, "again") is None, "a watch ends once"
+    summary = guard.watch_summary(dict(ended, watch=dict(WATCH_OPTIONS, gateway={"api_key": "k"})))
+    assert "watch" not in summary and summary["said"] == guard.watch_said(ended), "no gateway key in the facts"
+
+
+def watched(tmp_path, monkeypatch, probes, until=T0 + 600):
+    """The follower's watch over `probes` (one per interval), the clock one interval per probe:
+    (its line, the breach it acted on or None, the probes taken)."""
+    guard.begin_watch(str(tmp_path), dict(PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
+    record = guard.read_watch(str(tmp_path))
+    guard.write_json(str(tmp_path / guard.WATCH), dict(record, until=until))
+    clock, taken, acted = [T0], [], []
+    monkeypatch.setattr(guard.time, "time", lambda: clock[0])
+    monkeypatch.setattr(guard, "WatchedJournal", lambda unit, since: None)
+    monkeypatch.setattr(guard, "api_key", lambda state_dir: "")
+
+    def probe(record, journal, key):
+        taken.append(clock[0])
+        return dict(probes[len(taken) - 1], time=clock[0])
+    monkeypatch.setattr(guard, "probe", probe)
+    monkeypatch.setattr(guard, "act_on_breach", lambda state_dir, record, breach: acted.append(breach) or "restored")
+
+    def sleep(seconds):
+        clock[0] += seconds
+    return guard.watch(str(tmp_path), "c0ffee", sleep=sleep), (acted or [None])[0], taken
+
+
+OK_PROBE = {"unit": "active", "generation": "ok"}
+DEAD = {"unit": "active", "generation": "failed", "generation_evidence": "GET /health_generate answered 503 after 20.0 s"}
+
+
+def test_the_watch_acts_on_the_probe_that_breaches(tmp_path, monkeypatch):
+    line, breach, taken = watched(tmp_path, monkeypatch, [OK_PROBE, DEAD, DEAD, DEAD, OK_PROBE])
+    assert line == "restored" and breach["cause"] == "generation_failed" and len(taken) == 4
+
+
+def test_a_watch_with_no_breach_ends_clean_when_its_time_runs_out(tmp_path, monkeypatch):
+    line, breach, taken = watched(tmp_path, monkeypatch, [OK_PROBE, DEAD, OK_PROBE] * 3, until=T0 + 95)
+    assert breach is None and len(taken) == 9
+    assert line == "inferops.sglang guard (watch): the watch of DDTREE ended clean at 12:15:00"
+    assert guard.read_watch(str(tmp_path))["outcome"] == "clean"
+
+
+def test_a_watch_another_ended_stops_without_acting(tmp_path, monkeypatch):
+    probes, taken = [OK_PROBE] * 3, []
+
+    def superseded_after_two(record, journal, key):
+        taken.append(1)
+        if len(taken) == 2:
+            guard.end_watch(str(tmp_path), guard.SUPERSEDED, "the next deploy took it as the known-good at 12:14:00")
+        return dict(probes[0], time=T0)
+    guard.begin_watch(str(tmp_path), dict(PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
+    monkeypatch.setattr(guard.time, "time", lambda: T0 + 5)
+    monkeypatch.setattr(guard, "WatchedJournal", lambda unit, since: None)
+    monkeypatch.setattr(guard, "api_key", lambda state_dir: "")
+    monkeypatch.setattr(guard, "probe", superseded_after_two)
+    line = guard.watch(str(tmp_path), "c0ffee", sleep=lambda s: None)
+    assert line.endswith("the watch of DDTREE ended: the next deploy took it as the known-good at 12:14:00")
+    assert guard.watch(str(tmp_path), "c0ffee", sleep=lambda s: None) is None, "no watch of it runs any more"
+    assert guard.watch(str(tmp_path / "none"), "c0ffee") is None
+
+
+def test_the_watched_journal_reads_on_from_its_cursor_through_the_classifier(monkeypatch):
+    answers = iter([
+        "INFO:     127.0.0.1 - \"GET /health_generate HTTP/1.1\" 200\n-- cursor: s=1\n",
+        "[rank8]:[E1207 14:11:02.123] Process group watchdog thread terminated with exception: "
+        "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+        "[198.18.0.12]:29500\n-- cursor: s=2\n"])
+    argvs = []
+    monkeypatch.setattr(guard, "run_command", lambda argv: argvs.append(argv) or (0, next(answers), ""))
+    journal = guard.WatchedJournal("sglang.service", T0)
+    assert journal.read() is None
+    found = journal.read()
+    assert argvs[0][-2:] == ["--since", "@%d" % T0] and argvs[1][-2:] == ["--after-cursor", "s=1"]
+    assert found["cause"] == "peer_died" and found["rank"] == "TP8", found
+
+
+def test_the_watchs_restore_is_said_with_its_breach():
+    result = {"reason": "watch", "healthy": True, "restored": "nextn", "time": T0 + 660, "seconds": 8.04,
+              "why": "peer_died on TP8 (Connection closed by peer [198.18.0.12]:29500)"}
+    assert guard.said(result) == ("the watch restored NEXTN at 12:24:20: peer_died on TP8 (Connection closed by peer "
+                                  "[198.18.0.12]:29500), healthy in 8.0 s")
+    assert guard.breach_said({"why": "peer_died on TP8", "rank": "TP8", "evidence": "x"}) == "peer_died on TP8 (x)"
+    assert guard.breach_said({"why": "3 generations in a row failed since 12:20:00", "rank": None,
+                              "evidence": "GET /health_generate answered 503 after 20.0 s"}) == \
+        "3 generations in a row failed since 12:20:00 (GET /health_generate answered 503 after 20.0 s)"

@@ -174,3 +174,49 @@ def test_a_restore_handed_over_is_read_without_waiting_for_the_run_that_restores
     assert (got["fired"], got["ended"], got["pending"]["phase"]) == (None, None, "restore"), got
     assert (armed["changed"], armed["fired"]) == (False, None) and "handed over at" in armed["msg"], armed
     module.run_command.assert_not_called()
+
+
+WATCH = {"duration": 600.0, "interval": 10.0, "url": "http://127.0.0.1:30000", "metrics": False, "limits": {},
+         "baseline": {}, "gateway": None}
+
+
+# (A pending record's `group` is its server group's, not the service's posix group of PARAMS.)
+SWITCH = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "unit": "sglang.service", "armed_at": T0,
+          "group": None}
+
+
+@pytest.mark.parametrize("pending, watch, watched", [
+    (SWITCH, WATCH, True),
+    (SWITCH, dict(WATCH, duration=0.0), False),
+    (SWITCH, None, False),
+    (dict(SWITCH, group={"name": "ctg"}), WATCH, False),
+], ids=["a watch", "duration 0", "none asked", "a server group's switch (not watched yet)"])
+def test_the_confirmation_begins_the_watch_and_ends_the_switch(tmp_path, monkeypatch, pending, watch, watched):
+    (tmp_path / guard.PENDING).write_text(json.dumps(pending))
+    ran = []
+    monkeypatch.setattr(sglang_guard, "run", lambda module, *args: ran.append(args) or "")
+    module = MagicMock(check_mode=False)
+    params = dict(PARAMS, state_dir=str(tmp_path), hold=False, watch=watch)
+    said = sglang_guard.disarm(module, params)
+    assert said["changed"] and not (tmp_path / guard.PENDING).exists()
+    record = guard.read_watch(str(tmp_path))
+    assert guard.watching_now(record, "c0ffee") == watched and bool(said["watching_until"]) == watched
+    assert (("start", "--no-block", "sglang-guard-follow.service") in ran) == watched, ran
+
+
+def test_a_new_switch_ends_the_watch_of_the_one_before(tmp_path, monkeypatch):
+    guard.begin_watch(str(tmp_path), SWITCH, WATCH, T0)
+    monkeypatch.setattr(sglang_guard, "run", lambda module, *args: "")
+    monkeypatch.setattr(sglang_guard, "write_program", lambda check: False)
+    monkeypatch.setattr(sglang_guard, "write_units", lambda params, deadline, check: False)
+    monkeypatch.setattr(sglang_guard, "pending_record", lambda module, params, now, earlier: dict(PARAMS, armed_at=now))
+    sglang_guard.arm(MagicMock(check_mode=False), dict(PARAMS, state_dir=str(tmp_path), variant="dflash",
+                                                       config_id="d00d"))
+    ended = guard.read_watch(str(tmp_path))
+    assert ended["outcome"] == "superseded" and ended["ended_why"].startswith("a switch to DFLASH began at "), ended
+
+
+def test_unknown_watch_limits_are_refused_before_anything_is_changed():
+    assert sglang_guard.watch_problem(dict(WATCH, limits={"generation_failure": 2})).startswith(
+        "unknown watch thresholds: generation_failure (known: ")
+    assert sglang_guard.watch_problem(WATCH) is None and sglang_guard.watch_problem(None) is None

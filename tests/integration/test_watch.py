@@ -1,0 +1,114 @@
+"""The watch after the gates: a DDTREE switch on ct200 passes its gates and is confirmed, and the
+host goes on watching it by itself (sglang_watch_duration). When the server fails later - here a
+crash minutes into serving, an illegal memory access on rank 0 - the host names it and restores
+NEXTN, the known-good the switch kept, with no controller; status.yml says what the watch does and
+what it did, and the configuration is on the record as rolled back."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.integration.ansible_run import REPO, run_playbook
+from tests.integration.deploying import CRASH_FILE, STATE, UNIT, deploy, guard_result, healthy, report, reset_service
+
+pytestmark = pytest.mark.xdist_group("watch")
+
+INTERVAL_S = 2
+WATCHED = {"sglang_watch_duration": 600, "sglang_watch_interval": INTERVAL_S}
+# A hang guard: two probes, the restore of the known-good and its settle, on two busy cores.
+RESTORED_WITHIN_S = 120
+UNFINISHED = "the guard's run did not finish"
+
+
+@pytest.fixture(scope="module")
+def serving(lab):
+    host = lab["ct200"]
+    reset_service(host)
+    host.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
+    assert deploy("deploy_nextn", host).returncode == 0
+    yield host
+    host.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
+    reset_service(host)
+
+
+@pytest.fixture
+def nextn(serving):
+    """NEXTN serving, healthy, no fault, and the guard's last word of an earlier row gone."""
+    host = serving
+    host.run("rm -f /etc/inferops-lab/faults.json %s %sguard.json" % (CRASH_FILE, STATE))
+    if not (healthy(host) and "NEXTN" in host.run(["cat", UNIT]).stdout):
+        assert deploy("deploy_nextn", host).returncode == 0
+    return host
+
+
+def status(host):
+    proc = run_playbook("playbooks/status.yml", limit=host.name)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return " ".join(proc.stdout.split())
+
+
+def watch_record(host):
+    out = host.run(["cat", STATE + "watch.json"], check=False)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def watched_then_failed(host, faults, extra, name):
+    """DDTREE deployed with the watch on and confirmed, its late failure set off (the row's file):
+    the watch's result once its restore ended, checked to have brought NEXTN back, intact and true."""
+    kg_unit = host.run(["cat", UNIT]).stdout
+    host.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
+    proc = deploy("deploy_ddtree", host, **dict(WATCHED, **extra))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    watching = watch_record(host)
+    assert watching and not watching.get("ended") and watching["variant"] == "ddtree", watching
+    assert "the host's watch: watching DDTREE until " in status(host)
+    assert report(host)["watching_until"].endswith(" UTC"), report(host)
+
+    failed_at = time.time()
+    host.put(CRASH_FILE, "")
+
+    def restored():
+        result = guard_result(host) or {}
+        return result if result.get("reason") == "watch" and result.get("error") != UNFINISHED else None
+    result = host.wait_for(restored, RESTORED_WITHIN_S, 0.5, "the watch's restore")
+    named_in, back_in = result["time"] - failed_at, result["time"] + result["seconds"] - failed_at
+    print("\n%s -> named by the watch: %.1f s; the known-good healthy again: %.1f s" % (name, named_in, back_in))
+    with open(REPO / "build" / "watch-rows.tsv", "a") as table:
+        table.write("%s\t%s\t%.1f\t%.1f\n" % (name, result["breach"]["cause"], named_in, back_in))
+    assert result["healthy"] and result["restored"] == "nextn", result
+    # NEXTN serves from the known-good the switch kept, which is intact; the watch ended with its restore.
+    assert "NEXTN" in host.run(["cat", UNIT]).stdout and healthy(host)
+    assert host.run(["cat", STATE + "known-good/sglang.service"]).stdout == kg_unit
+    assert json.loads(host.run(["cat", STATE + "deployed.json"]).stdout)["variant"] == "nextn"
+    assert watch_record(host)["outcome"] == "restored"
+    return result
+
+
+def test_a_server_that_crashes_after_its_gates_is_named_and_replaced_by_the_hosts_watch(nextn):
+    # DDTREE serves healthy until the row says, then crashes (an illegal memory access on rank 0).
+    result = watched_then_failed(nextn, {"crash_when_file": CRASH_FILE}, {}, "a crash after the settle window")
+    assert result["breach"]["cause"] == "cuda_error" and result["breach"]["rank"] == "TP0", result["breach"]
+    assert "an illegal memory access was encountered" in result["breach"]["evidence"]
+    said = status(nextn)
+    assert "the watch restored NEXTN at " in said and ": cuda_error on TP0 (" in said, said[-2000:]
+    # On the record as rolled back: a re-run of exactly this DDTREE is not retried.
+    again = deploy("deploy_ddtree", nextn, **WATCHED)
+    assert again.returncode != 0 and "configuration was rolled back on" in " ".join(again.stdout.split())
+
+
+# The service's environment of the next row: SGLang's own health timeout short, so that a hung
+# scheduler's /health_generate answers 503 within seconds (the lab's default 20 s would do too,
+# slowly); and a stop that gives up on the hung server after 10 s (systemd's cgroup kill).
+QUICK_HEALTH = {"sglang_service_timeout_stop_sec": 10, "sglang_service_environment": {
+    "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "SGLANG_HEALTH_CHECK_TIMEOUT": "3"}}
+
+
+def test_a_scheduler_that_hangs_behind_a_live_http_server_is_replaced_after_its_failed_generations(nextn):
+    # Rank 0's scheduler stops answering minutes into serving; the HTTP server lives on (sglang#6624).
+    result = watched_then_failed(nextn, {"rank_hang": {"rank": 0, "when_file": CRASH_FILE}}, QUICK_HEALTH,
+                                 "a dead scheduler behind a live HTTP server")
+    breach = result["breach"]
+    assert breach["cause"] == "generation_failed" and "GET /health_generate answered 503" in breach["evidence"], breach
+    assert breach["why"].startswith("3 generations in a row failed since "), breach
