@@ -59,7 +59,7 @@ from ansible_collections.inferops.sglang.plugins.module_utils.systemd_state impo
 )
 
 try:
-    from http.client import HTTPConnection, HTTPSConnection
+    from http.client import HTTPConnection, HTTPException, HTTPSConnection
     from urllib.parse import urlsplit
 except ImportError:  # pragma: no cover - Python 2 is not supported by this collection
     raise
@@ -862,7 +862,7 @@ def generation(url, key, timeout):
     try:
         conn.request("GET", "/health_generate", headers=headers)
         status = conn.getresponse().status
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, HTTPException) as exc:
         return "failed", "GET /health_generate: no answer in %.1f s (%s)" % (time.monotonic() - began, exc)
     finally:
         conn.close()
@@ -878,7 +878,7 @@ def metrics_text(url, key, timeout):
         conn.request("GET", "/metrics", headers={"Authorization": "Bearer " + key} if key else {})
         answer = conn.getresponse()
         return answer.read().decode("utf-8", "replace") if answer.status == 200 else ""
-    except (OSError, ValueError):
+    except (OSError, ValueError, HTTPException):
         return ""
     finally:
         conn.close()
@@ -951,7 +951,8 @@ def drain(record):
         worker = gateway_rules.find_worker(listing, gateway["worker_url"])
         if worker is not None:
             gateway_call("DELETE", gateway["url"], "/workers/%s" % worker["id"], headers)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, KeyError, HTTPException) as exc:
+        # (A gateway that cannot be told never holds the restore back: the server is broken.)
         return "%s could not be reached: %s" % (gateway["url"], exc)
     return None
 

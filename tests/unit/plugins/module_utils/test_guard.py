@@ -661,3 +661,15 @@ def test_the_watchs_restore_is_said_with_its_breach():
     assert guard.breach_said({"why": "3 generations in a row failed since 12:20:00", "rank": None,
                               "evidence": "GET /health_generate answered 503 after 20.0 s"}) == \
         "3 generations in a row failed since 12:20:00 (GET /health_generate answered 503 after 20.0 s)"
+
+
+def test_a_gateway_that_answers_badly_never_holds_the_watchs_restore_back(monkeypatch):
+    from http.client import BadStatusLine
+
+    def broken(method, base, path, headers):
+        raise BadStatusLine("HTTP/1.1 2")
+    monkeypatch.setattr(guard, "gateway_call", broken)
+    record = {"watch": {"gateway": {"url": "http://198.18.7.1:38000", "worker_url": "http://198.18.7.2:30000"}}}
+    assert guard.drain(record).startswith("http://198.18.7.1:38000 could not be reached: ")
+    assert record["gateway"]["worker_url"] == "http://198.18.7.2:30000", "put back after the restore all the same"
+    assert guard.drain({"watch": {}}) is None, "no gateway: nothing to drain"
