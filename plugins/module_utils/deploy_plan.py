@@ -18,7 +18,7 @@ import hashlib
 import json
 import time
 
-from ansible_collections.inferops.sglang.plugins.module_utils import adoption, envelope, guard, service_config
+from ansible_collections.inferops.sglang.plugins.module_utils import adoption, envelope, guard, service_config, watch
 from ansible_collections.inferops.sglang.plugins.module_utils.host_processes import describe, stop_command
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     FAILING_VERDICTS, judge, recorded_baseline,
@@ -214,6 +214,11 @@ def input_problem(wants):
     problems += envelope.input_problems(wants.get("envelope"), wants.get("overrides"), wants.get("model_path"),
                                         wants.get("variant"), wants.get("draft_model_path"), wants.get("draft"),
                                         layers=argument_layers(wants))
+    try:
+        # (The watch's limits are used once the gates passed: checked now, before anything changes.)
+        watch.limits(wants.get("watch_limits"))
+    except ValueError as exc:
+        problems.append("%s: fix sglang_watch_limits" % exc)
     if not problems:
         return None
     return "%s: bad deploy inputs, nothing was changed: %s." % (wants.get("host", "?"), "; ".join(problems))

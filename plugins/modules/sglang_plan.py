@@ -127,6 +127,10 @@ options:
     description: Restart into a configuration that was rolled back before.
     type: bool
     default: false
+  watch_limits:
+    description: The watch after the gates' limits (C(sglang_watch_limits)), checked by name before anything changes.
+    type: dict
+    default: {}
   perf_gate:
     description: The performance gate's settings (enabled, baseline, min_ratio, workload), merged with their defaults.
     type: dict

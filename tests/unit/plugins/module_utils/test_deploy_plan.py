@@ -503,3 +503,13 @@ def test_snapshot_refused_when_the_files_are_not_what_passed():
     with pytest.raises(dp.InputError, match=r"ct200: the running service cannot become the known-good: "
                                             r"/etc/sglang/sglang.env differ from the deploy record of the NEXTN"):
         dp.plan(wants(), facts(checksums=edited, deployed=RECORDED_HASHES))
+
+
+def test_unknown_watch_limits_are_refused_by_the_plan_before_anything_changes():
+    wants = {"host": "ct200", "variant": "ddtree", "variants": ["ddtree"], "release": "/opt/sglang/releases/r",
+             "envelope": {"tp_size": 8, "mem_fraction_static": 0.88}, "overrides": {}, "model_path": "/models/m",
+             "draft_model_path": "", "draft": False}
+    assert dp.input_problem(dict(wants, watch_limits={"generation_failures": 5})) is None
+    said = dp.input_problem(dict(wants, watch_limits={"generation_failure": 5}))
+    assert said.startswith("ct200: bad deploy inputs, nothing was changed: unknown watch thresholds: generation_failure "
+                           "(known: ") and said.endswith(": fix sglang_watch_limits."), said
