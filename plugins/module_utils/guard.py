@@ -394,18 +394,43 @@ def api_key(state_dir):
         return ""
 
 
-def healthy(url, key, timeout):
-    """One probe of the health endpoint (plain http.client: no Ansible on the host's side)."""
+# What a request to a server or a gateway can raise: no answer, a refused or reset connection, a
+# bad URL, a bad status line or an incomplete read. Each is a failed probe, never a crash.
+HTTP_ERRORS = (OSError, ValueError, HTTPException)
+
+
+def bearer(key):
+    """The Authorization header for an API key ({} without one)."""
+    return {"Authorization": "Bearer " + key} if key else {}
+
+
+def http_call(method, url, headers=None, body=None, timeout=10.0):
+    """One request (plain http.client: no Ansible on the host's side): (status, body bytes).
+    Raises one of HTTP_ERRORS."""
     parts = urlsplit(url)
-    headers = {"Authorization": "Bearer " + key} if key else {}
-    conn = HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    https = parts.scheme == "https"
+    conn = (HTTPSConnection if https else HTTPConnection)(parts.hostname, parts.port or (443 if https else 80),
+                                                          timeout=timeout)
     try:
-        conn.request("GET", parts.path or "/", headers=headers)
-        return conn.getresponse().status == 200
-    except (OSError, ValueError):
-        return False
+        conn.request(method, parts.path or "/", body, headers or {})
+        answer = conn.getresponse()
+        return answer.status, answer.read()
     finally:
         conn.close()
+
+
+def at_path(url, path):
+    """The server's `url` (its health URL, say) with another path."""
+    parts = urlsplit(url)
+    return "%s://%s%s" % (parts.scheme or "http", parts.netloc, path)
+
+
+def healthy(url, key, timeout):
+    """One probe of the health endpoint."""
+    try:
+        return http_call("GET", url, bearer(key), timeout=timeout)[0] == 200
+    except HTTP_ERRORS:
+        return False
 
 
 def last_line_at(invocation):
@@ -576,19 +601,12 @@ def restore(state_dir, pending, sleep=time.sleep, link=None):
 def rejoin(gateway, worker_key):
     """Put the worker drained for the switch back into the gateway's rotation, as sglang_gateway
     does (smg's POST /workers; 409: it is there already): None, or why it could not."""
-    parts = urlsplit(gateway["url"].rstrip("/") + "/workers")
     body = dict({"url": gateway["worker_url"]}, **({"api_key": worker_key} if worker_key else {}))
-    headers = dict({"Content-Type": "application/json"},
-                   **({"Authorization": "Bearer " + gateway["api_key"]} if gateway.get("api_key") else {}))
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = kind(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), timeout=10)
+    headers = dict({"Content-Type": "application/json"}, **bearer(gateway.get("api_key")))
     try:
-        conn.request("POST", parts.path, json.dumps(body), headers)
-        status = conn.getresponse().status
-    except (OSError, ValueError) as exc:
+        status, _body = http_call("POST", gateway["url"].rstrip("/") + "/workers", headers, json.dumps(body))
+    except HTTP_ERRORS as exc:
         return "%s could not be reached: %s" % (gateway["url"], exc)
-    finally:
-        conn.close()
     return None if status in (200, 201, 202, 409) else "%s answered HTTP %d to POST /workers" % (gateway["url"], status)
 
 
@@ -855,33 +873,22 @@ class WatchedJournal(object):
 def generation(url, key, timeout):
     """One real generation through SGLang's /health_generate (a one-token request; SGLang answers
     503 once its scheduler did not answer within its own 20 s): ("ok", None) or ("failed", why)."""
-    parts = urlsplit(url)
-    headers = {"Authorization": "Bearer " + key} if key else {}
-    conn = HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
     began = time.monotonic()
     try:
-        conn.request("GET", "/health_generate", headers=headers)
-        status = conn.getresponse().status
-    except (OSError, ValueError, HTTPException) as exc:
+        status, _body = http_call("GET", at_path(url, "/health_generate"), bearer(key), timeout=timeout)
+    except HTTP_ERRORS as exc:
         return "failed", "GET /health_generate: no answer in %.1f s (%s)" % (time.monotonic() - began, exc)
-    finally:
-        conn.close()
     return ("ok", None) if status == 200 else \
         ("failed", "GET /health_generate answered %d after %.1f s" % (status, time.monotonic() - began))
 
 
 def metrics_text(url, key, timeout):
     """SGLang's /metrics (Prometheus text), or "" when it does not answer."""
-    parts = urlsplit(url)
-    conn = HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
     try:
-        conn.request("GET", "/metrics", headers={"Authorization": "Bearer " + key} if key else {})
-        answer = conn.getresponse()
-        return answer.read().decode("utf-8", "replace") if answer.status == 200 else ""
-    except (OSError, ValueError, HTTPException):
+        status, body = http_call("GET", at_path(url, "/metrics"), bearer(key), timeout=timeout)
+    except HTTP_ERRORS:
         return ""
-    finally:
-        conn.close()
+    return body.decode("utf-8", "replace") if status == 200 else ""
 
 
 # A watch's generation waits SGLang's own health timeout (20 s) and a margin before it says no answer.
@@ -912,7 +919,8 @@ def watch(state_dir, config_id, sleep=time.sleep):
     options, variant = record["watch"], (record.get("variant") or "?").upper()
     thresholds = watching.limits(options.get("limits"))
     interval = float(options.get("interval") or thresholds["interval"])
-    journal, state = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh(time.time())
+    journal, state = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh()
+    key = api_key(state_dir)   # (the server's, written by its deploy: it does not change while it runs)
     say("inferops.sglang guard (watch): watching %s until %s, a probe each %.0f s" % (
         variant, short_clock(float(record["until"])), interval))
     while True:
@@ -925,7 +933,7 @@ def watch(state_dir, config_id, sleep=time.sleep):
             with Locked(state_dir):
                 ended = end_watch(state_dir, CLEAN, "its time ran out with no breach")
             return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
-        state, breach = watching.observe(state, probe(record, journal, api_key(state_dir)), thresholds,
+        state, breach = watching.observe(state, probe(record, journal, key), thresholds,
                                          options.get("baseline"))
         if breach:
             return act_on_breach(state_dir, record, breach)
@@ -944,30 +952,23 @@ def drain(record):
     gateway = (record.get("watch") or {}).get("gateway") or {}
     if not gateway.get("url"):
         return None
-    headers = {"Authorization": "Bearer " + gateway["api_key"]} if gateway.get("api_key") else {}
+    headers = bearer(gateway.get("api_key"))
     record["gateway"] = dict(gateway, drained_at=time.time())
     try:
         _status, listing = gateway_call("GET", gateway["url"], "/workers", headers)
         worker = gateway_rules.find_worker(listing, gateway["worker_url"])
         if worker is not None:
             gateway_call("DELETE", gateway["url"], "/workers/%s" % worker["id"], headers)
-    except (OSError, ValueError, KeyError, HTTPException) as exc:
+    except HTTP_ERRORS + (KeyError,) as exc:
         # (A gateway that cannot be told never holds the restore back: the server is broken.)
         return "%s could not be reached: %s" % (gateway["url"], exc)
     return None
 
 
 def gateway_call(method, base, path, headers):
-    parts = urlsplit(base.rstrip("/") + path)
-    kind = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = kind(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), timeout=10)
-    try:
-        conn.request(method, parts.path, headers=headers)
-        answer = conn.getresponse()
-        body = answer.read()
-        return answer.status, json.loads(body.decode("utf-8")) if body.strip().startswith(b"{") else None
-    finally:
-        conn.close()
+    """One call to the gateway's API: (status, its JSON object or None)."""
+    status, body = http_call(method, base.rstrip("/") + path, headers)
+    return status, json.loads(body.decode("utf-8")) if body.strip().startswith(b"{") else None
 
 
 def act_on_breach(state_dir, record, breach):

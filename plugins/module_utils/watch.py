@@ -43,10 +43,11 @@ BREAKS_A_RUNNING_SERVER = frozenset((
 RUNNING = ("active", "reloading")
 
 
-def fresh(started):
-    """The watch's state when it begins (`started`: epoch seconds)."""
-    return {"started": started, "probes": 0, "failed_generations": 0, "first_failed_at": None,
-            "generation_evidence": None, "slow_since": None, "slow_evidence": None, "counts": [], "last": None}
+def fresh():
+    """The watch's state when it begins: only what a limit counts across probes (the failed
+    generations in a row, since when the speed is low, the window of request counters)."""
+    return {"failed_generations": 0, "first_failed_at": None, "generation_evidence": None, "slow_since": None,
+            "counts": []}
 
 
 def limits(given=None):
@@ -65,7 +66,7 @@ def observe(state, probe, thresholds, baseline=None):
     `diagnosis` (the classifier's result over the new journal lines, or None) and `metrics`
     (metrics_figures(), or None). `baseline`: {speed, accept_length} of the known-good's and the
     new server's own gate measurements ({known_good_speed, gate_speed, gate_accept_length})."""
-    state = dict(state, probes=state["probes"] + 1, last=probe["time"])
+    state = dict(state)
     breach = (unit_breach(probe) or journal_breach(probe) or generation_breach(state, probe, thresholds)
               or error_breach(state, probe, thresholds) or speed_breach(state, probe, thresholds, baseline))
     return state, breach
@@ -159,13 +160,12 @@ def speed_breach(state, probe, thresholds, baseline):
     if speed is None or not known_good:
         return None
     if speed >= known_good * thresholds["speed_ratio"]:
-        state.update(slow_since=None, slow_evidence=None)
+        state["slow_since"] = None
         return None
     said = "accept length %.2f (the gate's %.2f): %.1f tok/s projected, the known-good's %.1f" % (
         probe["metrics"]["accept_length"], baseline["gate_accept_length"], speed, known_good)
     if state["slow_since"] is None:
         state["slow_since"] = probe["time"]
-    state["slow_evidence"] = said
     if probe["time"] - state["slow_since"] < thresholds["speed_window"]:
         return None
     return found(SLOWER, probe, said, None, "slower than the known-good for %d s: %s"

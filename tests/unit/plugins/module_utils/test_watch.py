@@ -30,7 +30,7 @@ def metrics(accept=None, requests=None, errors=None):
 def run(probes, interval=10.0, limits=None, baseline=None):
     """Feed the probes one interval apart: (the index of the probe that breached, the breach) or (None, None)."""
     limits, baseline = limits or LIMITS, BASELINE if baseline is None else baseline
-    state = watch.fresh(T0)
+    state = watch.fresh()
     for index, probe in enumerate(probes):
         state, breach = watch.observe(state, dict(probe, time=T0 + interval * (index + 1)), limits, baseline)
         if breach:
