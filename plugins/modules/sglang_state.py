@@ -170,6 +170,7 @@ elapsed:
   sample: 0.01
 """
 
+import contextlib
 import grp
 import os
 import time
@@ -208,21 +209,18 @@ def snapshot(module, params):
         module.fail_json(msg="cannot snapshot the known-good service: %s missing; the known-good service "
                              "was left as it was and nothing was written" % ", ".join(missing), elapsed=0.0)
     gid = group_id(module, params["group"])
-    if module.check_mode:
-        changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, True)
-        return [os.path.join(params["state_dir"], KNOWN_GOOD)] if changed else []
-    if not os.path.exists(os.path.join(params["state_dir"], guard.WATCH)):
-        # (No watch: nothing else restarts the service while the deploy holds its lock.)
-        refuse_a_restarted_unit(module, params)
-        changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, False)
-        return [os.path.join(params["state_dir"], KNOWN_GOOD)] if changed else []
     # The host's watch of what runs may restore the known-good at any moment: under its lock, what
     # runs is checked to be what the deploy read, and the watch ends (its restore would be itself).
-    with guard.Locked(params["state_dir"]):
+    # With no watch, nothing else restarts the service while the deploy holds its lock.
+    watched = os.path.exists(os.path.join(params["state_dir"], guard.WATCH)) and not module.check_mode
+    with contextlib.ExitStack() as held:
+        if watched:
+            held.enter_context(guard.Locked(params["state_dir"]))
         refuse_a_restarted_unit(module, params)
-        guard.end_watch(params["state_dir"], guard.SUPERSEDED, "the next deploy took it as the known-good at %s"
-                        % guard.short_clock(time.time()))
-        changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, False)
+        if watched:
+            guard.end_watch(params["state_dir"], guard.SUPERSEDED, "the next deploy took it as the known-good at %s"
+                            % guard.short_clock(time.time()))
+        changed = snapshot_known_good(params["state_dir"], params["files"], params["record"], gid, module.check_mode)
     return [os.path.join(params["state_dir"], KNOWN_GOOD)] if changed else []
 
 
