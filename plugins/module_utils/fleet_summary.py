@@ -36,7 +36,26 @@ def row(report):
             "seconds": report.get("seconds")}
     if report.get("group"):   # a node of a server group
         data.update(group=report["group"].get("name"), node_rank=report["group"].get("node_rank"))
+    end = watch_end(report)
+    if end:
+        data["watch"] = end
+        if end["outcome"] == WATCH_RESTORED:
+            data["after"] = end["restored"] or data["after"]
     return data
+
+
+# How a watch that restored the known-good ended (guard.RESTORED, on the host's side).
+WATCH_RESTORED = "restored"
+
+
+def watch_end(report):
+    """How the host's watch of the deployed server ended, when the play waited for it
+    (sglang_watch_wait): {outcome, cause, restored}, or None while it runs or when none ran."""
+    watch = report.get("watch") or {}
+    if not watch.get("outcome"):
+        return None
+    return {"outcome": watch["outcome"], "cause": (watch.get("breach") or {}).get("cause"),
+            "restored": watch.get("restored")}
 
 
 # The key of the job's artifacts (set_stats data, which ansible-runner and AWX keep) that maps
@@ -69,6 +88,9 @@ def cause(report):
     said = [report["cause"]] if report.get("cause") else []
     if report.get("ladder"):
         said.append("after " + report["ladder"])
+    end = watch_end(report)
+    if end and end["outcome"] == WATCH_RESTORED:
+        said.append("the watch restored %s: %s" % (end["restored"] or "the known-good", end["cause"]))
     return "; ".join(said) or None
 
 

@@ -70,8 +70,10 @@ options:
         report, so that no later one repeats it; it is kept as C(guard.json.prev).
       - V(read) only reads what the guard did on the switch O(config_id) (RV(fired), RV(ended)), once no guard run
         holds its lock; with O(wait), once the switch is not pending any more.
+      - V(watched) only reads how the host's watch of the confirmed switch O(config_id) ended (RV(watch)); with
+        O(wait), once it ended - its time ran out, or a breach and its restore ended.
     type: str
-    choices: [armed, disarmed, said, read]
+    choices: [armed, disarmed, said, read, watched]
     required: true
   said_time:
     description: The time of the guard's result a report said (the deploy plan's C(guard_time)).
@@ -163,7 +165,7 @@ options:
     default: false
   wait:
     description: Seconds O(state=read) waits at most for the pending switch O(config_id) to end (a restore handed
-      to the host). 0 reads at once.
+      to the host), or O(state=watched) for its watch to end. 0 reads at once.
     type: float
     default: 0
   timeout:
@@ -326,6 +328,13 @@ EXAMPLES = r"""
     config_id: "{{ plan.config_id }}"
   register: guard_read
 
+- name: Wait for the host's watch of the new server to end, and say how it ended
+  inferops.sglang.sglang_guard:
+    state: watched
+    wait: 1900
+    config_id: "{{ plan.config_id }}"
+  register: watched
+
 - name: Roll back - hand the restore to the host
   inferops.sglang.sglang_guard:
     state: armed
@@ -379,8 +388,18 @@ watching_until:
   returned: when disarmed
   type: str
   sample: "2026-12-03 12:34:31 UTC"
+watch:
+  description:
+    - The host's watch of the switch O(config_id) (watched) - C(config_id), C(variant), C(watch_started), C(until),
+      C(ended) (epoch seconds; null while it runs), C(outcome) (V(clean), V(restored) or V(superseded); null
+      while it runs), C(ended_why), C(breach) (C(cause), C(rank), C(evidence), C(time)), C(said), the line
+      C(status.yml) prints, and after a restore C(restored), the known-good's name; null when no watch of that
+      switch is on record.
+  returned: when watched
+  type: dict
 said:
-  description: The guard's result in one sentence, when it acted.
+  description: The guard's result in one sentence, when it acted; with O(state=watched), how the watch ended or
+    what it does.
   returned: always
   type: str
 elapsed:
@@ -705,6 +724,27 @@ def read(module, params):
                 said=guard.said(ended) if ended else None)
 
 
+def watched(module, params):
+    """How the host's watch of the switch `config_id` ended - waited for up to `wait` seconds while
+    it runs (the play that waits for it: sglang_watch_wait). Reads only."""
+    until, pause = time.monotonic() + params["wait"], 0.5
+    while True:
+        record = guard.read_watch(params["state_dir"])
+        if record and record.get("config_id") != params["config_id"]:
+            record = None   # (another switch's: this one's was ended by it, and is gone)
+        if not guard.watching_now(record) or time.monotonic() >= until or module.check_mode:
+            break
+        time.sleep(pause)
+        pause = min(pause * 1.5, 5.0)
+    summary = guard.watch_summary(record)
+    if summary and summary["outcome"] == guard.RESTORED:
+        # (The restore is the guard's result: said as status.yml says it.)
+        result = guard.read_result(params["state_dir"]) or {}
+        if (result.get("pending") or {}).get("config_id") == params["config_id"]:
+            summary.update(said=guard.said(result), restored=result.get("restored"))
+    return dict(changed=False, pending=None, fired=None, watch=summary, said=(summary or {}).get("said"))
+
+
 def mark_said(module, params):
     """The guard's result (its time `said_time`) is said: moved aside, so that no later report repeats it."""
     path = os.path.join(params["state_dir"], guard.RESULT)
@@ -720,7 +760,7 @@ def mark_said(module, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", required=True, choices=["armed", "disarmed", "said", "read"]),
+            state=dict(type="str", required=True, choices=["armed", "disarmed", "said", "read", "watched"]),
             said_time=dict(type="float"),
             unit=dict(type="str", default="sglang.service"),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
@@ -759,17 +799,18 @@ def main():
             hold=dict(type="bool", default=False),
         ),
         required_if=[["state", "armed", ["deadline", "config_id"]], ["state", "said", ["said_time"]],
-                     ["state", "read", ["config_id"]]],
+                     ["state", "read", ["config_id"]], ["state", "watched", ["config_id"]]],
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
     problem = input_problem(params) if params["state"] == "armed" else watch_problem(params["watch"])
     if problem:
         module.fail_json(msg="%s guard: %s; nothing was changed" % (params["unit"], problem), elapsed=0.0)
-    if not os.path.isdir(params["state_dir"]) and not module.check_mode and params["state"] != "read":
+    if not os.path.isdir(params["state_dir"]) and not module.check_mode and params["state"] not in ("read", "watched"):
         module.fail_json(msg="%s does not exist: the deploy creates the state folders before it arms the guard"
                              % params["state_dir"], elapsed=0.0)
-    result = {"armed": arm, "disarmed": disarm, "said": mark_said, "read": read}[params["state"]](module, params)
+    result = {"armed": arm, "disarmed": disarm, "said": mark_said, "read": read, "watched": watched}[params["state"]](
+        module, params)
     module.exit_json(elapsed=round(time.monotonic() - started, 3), **result)
 
 

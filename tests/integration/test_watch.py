@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -54,20 +55,39 @@ def watch_record(host):
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
-def watched_then_failed(host, faults, extra, name):
+def watching_ddtree(host):
+    record = watch_record(host)
+    return record if record and not record.get("ended") and record["variant"] == "ddtree" else None
+
+
+def watched_then_failed(host, faults, extra, name, wait=False):
     """DDTREE deployed with the watch on and confirmed, its late failure set off (the row's file):
-    the watch's result once its restore ended, checked to have brought NEXTN back, intact and true."""
+    the watch's result once its restore ended, checked to have brought NEXTN back, intact and true.
+    With `wait` the play waits for the watch (sglang_watch_wait): the failure is set off while it
+    waits, and its report says how the watch ended."""
     kg_unit = host.run(["cat", UNIT]).stdout
     host.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
-    proc = deploy("deploy_ddtree", host, **dict(WATCHED, **extra))
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    watching = watch_record(host)
-    assert watching and not watching.get("ended") and watching["variant"] == "ddtree", watching
-    assert "the host's watch: watching DDTREE until " in status(host)
-    assert report(host)["watching_until"].endswith(" UTC"), report(host)
-
-    failed_at = time.time()
-    host.put(CRASH_FILE, "")
+    with ThreadPoolExecutor(1) as pool:
+        deploying = pool.submit(deploy, "deploy_ddtree", host, **dict(WATCHED, sglang_watch_wait=wait, **extra))
+        if wait:
+            host.wait_for(lambda: deploying.done() or watching_ddtree(host), 300, 0.5, "the watch to begin")
+            assert not deploying.done(), deploying.result().stdout[-3000:]
+        else:
+            proc = deploying.result()
+            assert proc.returncode == 0, proc.stdout[-3000:]
+            assert watching_ddtree(host), watch_record(host)
+            assert report(host)["watching_until"].endswith(" UTC"), report(host)
+        assert "the host's watch: watching DDTREE until " in status(host)
+        failed_at = time.time()
+        host.put(CRASH_FILE, "")
+        proc = deploying.result()
+    if wait:
+        # The play waited: the watch's restore fails the host as a rollback does, and its report and
+        # the job's artifacts say how the watch ended.
+        said = " ".join(proc.stdout.split())
+        assert proc.returncode != 0 and "the watch restored NEXTN at " in said, said[-3000:]
+        ended = report(host)["watch"]
+        assert (ended["outcome"], ended["restored"]) == ("restored", "nextn"), ended
 
     def restored():
         result = guard_result(host) or {}
@@ -107,8 +127,9 @@ QUICK_HEALTH = {"sglang_service_timeout_stop_sec": 10, "sglang_service_environme
 
 def test_a_scheduler_that_hangs_behind_a_live_http_server_is_replaced_after_its_failed_generations(nextn):
     # Rank 0's scheduler stops answering minutes into serving; the HTTP server lives on (sglang#6624).
+    # The play waits for the watch (sglang_watch_wait): the scheduler hangs while it waits.
     result = watched_then_failed(nextn, {"rank_hang": {"rank": 0, "when_file": CRASH_FILE}}, QUICK_HEALTH,
-                                 "a dead scheduler behind a live HTTP server")
+                                 "a dead scheduler behind a live HTTP server", wait=True)
     breach = result["breach"]
     assert breach["cause"] == "generation_failed" and "GET /health_generate answered 503" in breach["evidence"], breach
     assert breach["why"].startswith("3 generations in a row failed since "), breach

@@ -30,6 +30,18 @@ def test_a_row_holds_what_the_summary_prints():
     assert row({"host": "ct1", "class": ""})["class"] is None
 
 
+@pytest.mark.parametrize("watch, after_, cause, end", [
+    (None, "ddtree", None, None),
+    ({"outcome": None, "until": 1.0}, "ddtree", None, None),
+    ({"outcome": "clean"}, "ddtree", None, {"outcome": "clean", "cause": None, "restored": None}),
+    ({"outcome": "restored", "restored": "nextn", "breach": {"cause": "cuda_error"}}, "nextn",
+     "the watch restored nextn: cuda_error", {"outcome": "restored", "cause": "cuda_error", "restored": "nextn"}),
+], ids=["not waited for", "still running", "ended clean", "restored the known-good"])
+def test_a_row_says_how_the_watch_the_play_waited_for_ended(watch, after_, cause, end):
+    got = row(dict(KEPT, watch=watch))
+    assert (got["after"], got["cause"], got.get("watch")) == (after_, cause, end)
+
+
 def test_a_host_without_a_report_shows_its_failure():
     got = failed_row("ct131", "GPU 0 is held by PID 4242\nsecond line")
     assert (got["outcome"], got["cause"], got["after"]) == ("failed", "GPU 0 is held by PID 4242", None)

@@ -220,3 +220,40 @@ def test_unknown_watch_limits_are_refused_before_anything_is_changed():
     assert sglang_guard.watch_problem(dict(WATCH, limits={"generation_failure": 2})).startswith(
         "unknown watch thresholds: generation_failure (known: ")
     assert sglang_guard.watch_problem(WATCH) is None and sglang_guard.watch_problem(None) is None
+
+
+def watched(tmp_path, wait=0.0, config_id="c0ffee"):
+    return sglang_guard.watched(MagicMock(check_mode=False), dict(PARAMS, state_dir=str(tmp_path), wait=wait,
+                                                                  config_id=config_id))
+
+
+def test_watched_waits_for_the_watch_to_end_and_says_how(tmp_path):
+    """The play that waits for the watch (sglang_watch_wait): it reads the record until the
+    follower ends it; here its time runs out clean."""
+    guard.begin_watch(str(tmp_path), SWITCH, WATCH, T0)
+    running = watched(tmp_path)
+    assert running["watch"]["outcome"] is None and running["said"].startswith("the watch of DDTREE did not end by ")
+    timer = threading.Timer(0.3, lambda: guard.end_watch(str(tmp_path), guard.CLEAN, "its time ran out"))
+    timer.start()
+    got = watched(tmp_path, wait=30.0)
+    timer.join()
+    assert got["changed"] is False and got["watch"]["outcome"] == "clean", got
+    assert got["said"].startswith("the watch of DDTREE ended clean at "), got
+
+
+def test_watched_says_a_restore_as_the_guards_result_with_the_known_good(tmp_path):
+    guard.begin_watch(str(tmp_path), SWITCH, WATCH, T0)
+    breach = {"cause": "cuda_error", "rank": "TP0", "evidence": "CUDA error", "time": T0 + 60, "why": "cuda_error on TP0"}
+    guard.end_watch(str(tmp_path), guard.RESTORED, "cuda_error on TP0", breach)
+    (tmp_path / guard.RESULT).write_text(json.dumps(dict(ACTED, reason=guard.WATCHED, why="cuda_error on TP0",
+                                                         pending=SWITCH, restored="nextn", seconds=7.5)))
+    got = watched(tmp_path)
+    assert (got["watch"]["outcome"], got["watch"]["restored"], got["watch"]["breach"]["cause"]) == \
+        ("restored", "nextn", "cuda_error"), got
+    assert got["said"] == guard.said(json.loads((tmp_path / guard.RESULT).read_text())), got
+
+
+def test_watched_finds_nothing_of_another_switch_or_none(tmp_path):
+    assert watched(tmp_path)["watch"] is None
+    guard.begin_watch(str(tmp_path), SWITCH, WATCH, T0)
+    assert watched(tmp_path, config_id="d00d") == dict(changed=False, pending=None, fired=None, watch=None, said=None)
