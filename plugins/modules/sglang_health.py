@@ -390,6 +390,7 @@ class Prober(threading.Thread):
         self.seen_200 = seen_200   # an earlier slice of the wait saw the first 200
         self.status, self.error = None, None
         self.ok_started, self.failures = None, 0
+        self.first_200 = None   # when the first 200 came back (monotonic), once it did
         self.stop = threading.Event()
 
     def probe_once(self):
@@ -402,6 +403,7 @@ class Prober(threading.Thread):
             status, error = self.probe_once()
             if status == 200:
                 self.ok_started, self.failures, self.seen_200 = started, 0, True
+                self.first_200 = self.first_200 or time.monotonic()
             elif self.seen_200:
                 self.failures += 1
             self.status, self.error = status, error
@@ -500,6 +502,9 @@ class Gate:
                 status = self.status()
                 verdict, reason = judge(status, since, baseline)
                 if verdict == FAILED:
+                    if self.healthy_at is None and prober.first_200 is not None:
+                        # (Its first 200 came while this loop read the unit: it answered, then failed.)
+                        self.healthy_at = round(prober.first_200 - self.started, 3)
                     if self.healthy_at is not None:
                         reason = "%s %.1f s after it first answered 200" % (reason, self.elapsed() - self.healthy_at)
                     return "failed", reason, status, prober
