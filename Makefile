@@ -218,7 +218,7 @@ unit: venv  ## unit tests of the pure code
 TEST_CLOCK   := INFEROPS_LAB_TIMINGS=$(CURDIR)/lab/sim_tests.json INFEROPS_LAB_SETTLE=3
 # Integration workers, each with lab hosts of its own (inferops-test-gwN-ct129, ...): see
 # tests/integration/README.md for the measurements behind the count.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 # A run clears only the sets test runs make (inferops-test-*): a person's lab hosts stay.
 integration: lab-image lab-wheelhouse checker-wheelhouse lab-index matrix-venvs  ## integration tests against the lab (real systemd, journald, HTTP), in parallel
 	$(LAB) down --matching inferops-test-
@@ -276,10 +276,12 @@ bench: venv lab-up lab-wheelhouse  ## benchmarks on the lab: prints a table, wri
 setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference binary-wheels matrix-venvs $(PIP_BOOTSTRAP) $(TEST_CACHE)/get_pip_25_2.py  ## everything the gates need (cached, keyed by inputs)
 
 # Each gate's wall time and test counts end the log (tests/gates.py). Gates that share nothing
-# run side by side: integration and molecule (hosts of their own), sanity, lint and the matrix
-# (sanity's copy is in build/, which lint skips; the matrix has a copy per ansible-core),
-# package and fidelity. units reuses sanity's copy, after it.
-GATES        ?= setup sanity+lint+matrix units package+fidelity integration+molecule
+# run side by side, beside the integration gate, whose rows wait on servers and deadlines more
+# than they compute (a third of two cores idle with its workers alone): molecule (hosts of its
+# own), sanity (its copy is in build/), the matrix (a copy per ansible-core), package and
+# fidelity. lint runs before them: it removes the copy molecule installs in ~/.ansible. units
+# reuses sanity's copy, after it.
+GATES        ?= setup lint integration+molecule+sanity+matrix+package+fidelity units
 test:  ## everything CI checks, then a table of each gate's time
 	python3 tests/gates.py $(GATES)
 

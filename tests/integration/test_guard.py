@@ -31,6 +31,11 @@ from tests.integration.interrupting import at_task, kill_controller, sigint
 from tests.integration.labhost import podman
 
 pytestmark = pytest.mark.xdist_group("guard")
+# The kill matrix and the Ctrl-C at each phase: a group of their own, on another worker (each group
+# deploys the module's NEXTN once on its worker's ct200), so that no group holds one worker for
+# half the integration gate (the guard's rows were 1713 s of one worker, the whole suite 2289 s).
+# (xdist joins a test's groups: these rows' group is "guard_kills".)
+KILLS = pytest.mark.xdist_group("kills")
 
 # Deploys the rows interrupt: the guard's deadline about 28 s after the restart (health timeout
 # 20 s, settle 3 s, margin 5 s), so that it acts soon after the controller went away.
@@ -157,6 +162,7 @@ def the_hosts_faults(faults, slowed):
     return faults
 
 
+@KILLS
 @pytest.mark.parametrize("when, interrupt, crash, slowed, reason", [
     (at_task("Start the health gate"), kill_controller, AT_ONCE, None, FOLLOW),
     (at_task("Gate on health"), kill_controller, AFTER_THE_KILL, None, FOLLOW),
@@ -334,6 +340,7 @@ def ddtree_answers(host, _proc):
 # (Not at "Wait for the host to restore the known-good": the tasks before it read the switch under the
 # guard's lock, which the host's restore holds, so that banner comes once the restore ended, and a
 # Ctrl-C there races the run's own end.)
+@KILLS
 @pytest.mark.parametrize("when", [ddtree_answers, at_task("Measure the new service")],
                          ids=["during the settle window", "during the speed gate"])
 def test_ctrl_c_at_each_phase_after_the_restart_leaves_the_known_good(nextn, when):
