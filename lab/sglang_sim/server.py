@@ -150,6 +150,7 @@ class Server:
         self.ranks, self.conns, self.exit_codes = [], [], {}   # the children: schedulers, then the detokenizer
         self.rank = None
         self.forward_lock = threading.Lock()
+        self.reap_lock = threading.Lock()
         # --nnodes: this node runs its share of the TP ranks (engine.py _calculate_rank_ranges).
         self.nnodes, self.node_rank = int(args.nnodes or 1), int(args.node_rank or 0)
         self.tp_ranks, self.tp_per_node = group.layout(args.tp_size, self.nnodes, self.node_rank)
@@ -209,6 +210,26 @@ class Server:
                      plan["context_length"], plan["headroom_gib"] - plan["graph_gib"]))
         Log.prefix = ""
         signal.signal(signal.SIGQUIT, self.running_phase_sigquit)
+        self.start_subprocess_watchdog()
+
+    def start_subprocess_watchdog(self):
+        """engine.py, once the schedulers are ready: a SubprocessWatchdog (utils/watchdog.py) looks
+        at each scheduler every second; one that exited other than 0 (a C++ std::terminate in torch's
+        NCCL watchdog, a SIGKILL) is logged, and the main process SIGQUITs itself (the running
+        phase's handler ends the tree). A stopping server's children are its own to end."""
+        schedulers = list(self.ranks[:len(self.conns)])
+
+        def watch():
+            while not self.stopping:
+                time.sleep(1.0)
+                for index, pid in enumerate(schedulers):
+                    code = None if self.stopping else self.exited(pid)
+                    if code not in (None, 0):
+                        Log.line("Subprocess scheduler_%d (pid=%d) crashed with exit code %d. Triggering SIGQUIT "
+                                 "for cleanup..." % (index, pid, code))
+                        os.kill(self.pid, signal.SIGQUIT)
+                        return
+        threading.Thread(target=watch, daemon=True).start()
 
     def launch_phase_sigquit(self, signum, frame):
         """engine.py launch_phase_sigquit_handler: a child failed; kill_process_tree(own pid)
@@ -251,6 +272,10 @@ class Server:
         return infos
 
     def exited(self, pid):
+        with self.reap_lock:   # (the subprocess watchdog's thread reaps too)
+            return self.reaped(pid)
+
+    def reaped(self, pid):
         if pid not in self.exit_codes:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -504,6 +529,7 @@ class Server:
         (nothing tells a real scheduler to exit, sgl-project/sglang#23627): the unit's
         control-group kill ends it."""
         hang = self.faults.get("rank_hang") or {}
+        dies = self.faults.get("rank_dies") or {}   # ({"rank": 3, "when_file": ...}: a rank that dies late)
         # ("when_file": only once that file exists - a rank that hangs minutes into serving, after its gates.)
         trigger = hang.get("when_file")
         forwards = 0
@@ -517,6 +543,8 @@ class Server:
                     (not trigger or os.path.exists(trigger)):
                 while True:
                     time.sleep(3600)
+            if int(dies.get("rank", -1)) == rank and os.path.exists(dies.get("when_file", "/nonexistent")):
+                self.terminated_by_the_nccl_watchdog(rank)
             forwards += 1
             if message == "crash":
                 self.crash()
@@ -572,6 +600,24 @@ class Server:
             return
         self.health_answered = True
         threading.Timer(float(crash), self.crash_now).start()
+
+    @staticmethod
+    def terminated_by_the_nccl_watchdog(rank):
+        """The rank_dies fault: a kernel fault on this rank's GPU minutes into serving, found by
+        torch's NCCL watchdog thread (ProcessGroupNCCL.cpp Watchdog::run), which logs it with c10's
+        `[rank<N>]:` prefix and rethrows: std::terminate, SIGABRT. No SGLang handler runs; the main
+        process's subprocess watchdog finds the rank gone (sgl-project/sglang#18421)."""
+        now = time.time()
+        stamp = time.strftime("%m%d %H:%M:%S", time.localtime(now)) + ".%09d" % int((now % 1) * 1e9)
+        what = "[PG ID 0 PG GUID 0(default_pg) Rank %d] Process group watchdog thread terminated with exception: " \
+               "CUDA error: an illegal memory access was encountered" % rank
+        Log.raw("\n".join(["[rank%d]:[E%s ProcessGroupNCCL.cpp:2057] %s" % (rank, stamp, what)] + CUDA_ASYNC + [
+            "terminate called after throwing an instance of 'c10::DistBackendError'", "  what():  " + what]
+            + CUDA_ASYNC))
+        signal.signal(signal.SIGABRT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGABRT)
+        while True:
+            time.sleep(3600)
 
     def crash_now(self):
         """The crash faults' trigger: rank 0's scheduler crashes on its next batch."""

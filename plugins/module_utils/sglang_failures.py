@@ -306,6 +306,19 @@ RULES = (
                "(SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.",
                ["Rank {rank} scheduler died during initialization ", "(exit code: {proc.exitcode}). ",
                 "If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. "])]),
+    # A scheduler gone while the server runs, found by the main process's SubprocessWatchdog (which
+    # then ends the server): its own lines above say why, when it had any (a C++ std::terminate in
+    # torch's NCCL watchdog); a SIGKILL (exit code -9) leaves none. The rank is the scheduler's index.
+    Rule("rank_died", ROOT,
+         r"Subprocess scheduler_(?P<rank>\d+) \(pid=\d+\) crashed with exit code -?\d+",
+         "a scheduler (one rank) of the running server died and the server stopped with it: its own lines "
+         "before it say why, if any (exit code -9: a SIGKILL, the OOM killer or a GPU fault - `journalctl -k`; "
+         "-6: an abort, torch's NCCL watchdog); keep the known-good variant on this host class until it is "
+         "understood",
+         [Said("sglang:srt/utils/watchdog.py",
+               "Subprocess scheduler_3 (pid=4242) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
+               ["Subprocess {name} (pid={proc.pid}) crashed ", "with exit code {proc.exitcode}. ",
+                "Triggering SIGQUIT for cleanup..."])]),
     Rule("child_died", CONSEQUENCE,
          r"(?:scheduler died during initialization|Received sigquit from a child process)",
          "a child process of the server died; the lines before it in the evidence say why",
@@ -520,7 +533,8 @@ class Classifier:
             self.server_args = parse_server_args(line)
         rule = match_rule(line)
         if rule is not None and len(self.matches) < 50:
-            entry = {"line": self.line_count, "cause": rule.cause, "match": line, "rank": self.rank,
+            rank = rank_named(rule, line) or self.rank
+            entry = {"line": self.line_count, "cause": rule.cause, "match": line, "rank": rank,
                      "lines": list(self._before) + [line],
                      "want": len(self._before) + 1 + CONTEXT_AFTER}
             self.matches.append((self.line_count, rule, entry))
@@ -561,6 +575,14 @@ class Classifier:
             hint = with_holders(hint, evidence[0]["match"])
         return {"cause": cause, "hint": hint, "rank": ranks[0] if len(ranks) == 1 else None, "ranks": ranks,
                 "evidence": evidence[:MAX_EVIDENCE], "phase": self.phase, "lines": self.line_count}
+
+
+def rank_named(rule, line):
+    """The rank a rule's line names itself (the subprocess watchdog's `scheduler_<i>`), or None."""
+    if "rank" not in rule.regex.groupindex:
+        return None
+    found = rule.regex.search(line)
+    return "TP%s" % found.group("rank") if found and found.group("rank") else None
 
 
 def torch_rank_name(rank, server_args):

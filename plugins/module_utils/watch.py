@@ -37,7 +37,7 @@ SLOWER = "slower_than_known_good"
 # line SGLang logs about one request) only name what the generation probes find.
 BREAKS_A_RUNNING_SERVER = frozenset((
     "peer_died", "rendezvous_timeout", "nccl_error", "nccl_invalid_usage", "cuda_error", "child_died",
-    "oom_killed"))
+    "oom_killed", "rank_died"))
 
 # The unit's ActiveState values of a server that serves (or is being told to reload).
 RUNNING = ("active", "reloading")

@@ -133,3 +133,16 @@ def test_a_scheduler_that_hangs_behind_a_live_http_server_is_replaced_after_its_
     breach = result["breach"]
     assert breach["cause"] == "generation_failed" and "GET /health_generate answered 503" in breach["evidence"], breach
     assert breach["why"].startswith("3 generations in a row failed since "), breach
+
+
+def test_a_rank_that_dies_late_is_named_with_torchs_rank_and_replaced(nextn):
+    # Rank 3's GPU faults minutes into serving: torch's NCCL watchdog on that rank logs it under its
+    # `[rank3]:` prefix and aborts the process; SGLang's subprocess watchdog then ends the server.
+    result = watched_then_failed(nextn, {"rank_dies": {"rank": 3, "when_file": CRASH_FILE}}, {},
+                                 "a rank that dies late (torch's NCCL watchdog on rank 3)")
+    breach = result["breach"]
+    assert (breach["cause"], breach["rank"]) == ("cuda_error", "TP3"), breach
+    assert breach["evidence"].startswith("[rank3]:[E") and "Process group watchdog thread terminated" in \
+        breach["evidence"], breach
+    journal = nextn.run(["journalctl", "-u", "sglang.service", "--no-pager", "-o", "cat"]).stdout
+    assert "Subprocess scheduler_3 (pid=" in journal and "crashed with exit code -6" in journal

@@ -290,6 +290,21 @@ DISTRIBUTED = [
      "nccl_invalid_usage", "TP1", ["two ranks on one GPU", "--tp-size now 4"]),
     ("across pipeline stages torch's rank is not a TP rank",
      [GROUP_ARGS % 2, *SERVING, WATCHDOG_REMOTE], "peer_died", "rank3", ["went away"]),
+    ("a rank that dies late: torch's NCCL watchdog on it, then SGLang's subprocess watchdog",
+     [GROUP_ARGS % 1, *SERVING,
+      "[rank3]:[E1207 08:01:02.345678901 ProcessGroupNCCL.cpp:2057] [PG ID 0 PG GUID 0(default_pg) Rank 3] Process "
+      "group watchdog thread terminated with exception: CUDA error: an illegal memory access was encountered",
+      "terminate called after throwing an instance of 'c10::DistBackendError'",
+      "[2026-12-07 08:01:03] Subprocess scheduler_3 (pid=4242) crashed with exit code -6. Triggering SIGQUIT for "
+      "cleanup...",
+      "[2026-12-07 08:01:03] SIGQUIT received. signum=3, frame=None. It usually means one child failed."],
+     "cuda_error", "TP3", ["keep the known-good"]),
+    ("a rank killed without a word (SIGKILL): the subprocess watchdog names it",
+     [GROUP_ARGS % 1, *SERVING,
+      "[2026-12-07 08:01:03] Subprocess scheduler_5 (pid=4242) crashed with exit code -9. Triggering SIGQUIT for "
+      "cleanup...",
+      "[2026-12-07 08:01:03] SIGQUIT received. signum=3, frame=None. It usually means one child failed."],
+     "rank_died", "TP5", ["-9: a SIGKILL", "journalctl -k"]),
     ("a root cause on this host before the survivors' closed connections",
      [GROUP_ARGS % 1, *SERVING, "[2026-12-06 14:11:01 TP1] Scheduler hit an exception: Traceback (most recent "
       "call last):", "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
