@@ -899,8 +899,8 @@ def probe(record, journal, key):
     """One look at the confirmed server, for watch.observe()."""
     options = record["watch"]
     status = read_unit(record["unit"])
-    said = {"time": time.time(), "unit": status["active_state"], "diagnosis": journal.read(),
-            "generation": None, "metrics": None}
+    said = {"time": time.time(), "unit": status["active_state"], "result": status["result"],
+            "diagnosis": journal.read(), "generation": None, "metrics": None}
     if status["active_state"] == "active":
         said["generation"], said["generation_evidence"] = generation(options["url"], key, GENERATION_TIMEOUT)
         if options.get("metrics"):
@@ -933,8 +933,13 @@ def watch(state_dir, config_id, sleep=time.sleep):
             with Locked(state_dir):
                 ended = end_watch(state_dir, CLEAN, "its time ran out with no breach")
             return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
-        state, breach = watching.observe(state, probe(record, journal, key), thresholds,
-                                         options.get("baseline"))
+        looked = probe(record, journal, key)
+        if watching.stopped_cleanly(looked):
+            with Locked(state_dir):
+                ended = end_watch(state_dir, SUPERSEDED, "%s was stopped cleanly at %s (a stop, not a failure): "
+                                  "nothing restored" % (record["unit"], short_clock(looked["time"])))
+            return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
+        state, breach = watching.observe(state, looked, thresholds, options.get("baseline"))
         if breach:
             return act_on_breach(state_dir, record, breach)
 

@@ -50,6 +50,13 @@ def fresh():
             "counts": []}
 
 
+def stopped_cleanly(probe):
+    """The unit was stopped on purpose - a stop job ended it cleanly (inactive, its result
+    success), not a failure: the watch ends and restores nothing, for whoever stopped it decides
+    what runs (a crash leaves the unit failed, or auto-restarting)."""
+    return probe.get("unit") == "inactive" and probe.get("result") == "success"
+
+
 def limits(given=None):
     """The thresholds: DEFAULTS, with the user's given ones (None keeps a default)."""
     merged = dict(DEFAULTS)

@@ -116,6 +116,17 @@ def test_a_counter_that_went_down_starts_the_window_again():
     assert run(probes, interval=30.0) == (None, None)
 
 
+@pytest.mark.parametrize("unit, result, stopped", [
+    ("inactive", "success", True),
+    ("failed", "signal", False),
+    ("inactive", "exit-code", False),
+    ("activating", "signal", False),
+    ("active", "success", False),
+], ids=["a stop job ended it", "it crashed", "it exited with an error", "systemd restarts it", "it runs"])
+def test_a_unit_stopped_on_purpose_ends_the_watch_and_a_failure_does_not(unit, result, stopped):
+    assert watch.stopped_cleanly({"unit": unit, "result": result}) == stopped
+
+
 def test_thresholds_are_checked_by_name():
     assert watch.limits({"generation_failures": 5, "speed_ratio": None})["generation_failures"] == 5
     assert watch.limits({"speed_ratio": None})["speed_ratio"] == watch.DEFAULTS["speed_ratio"]
