@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.integration.ansible_run import BIN, REPO, run_playbook
 from tests.integration.deploying import REPORTS, STATE, UNIT, deploy, healthy, invocation, recap, report
@@ -23,6 +24,7 @@ def test_ct200_ddtree_is_kept_idempotent_and_check_mode_changes_nothing(fresh, c
     assert kept.returncode == 0, kept.stdout[-3000:]
     assert report(ct200)["outcome"] == "deployed" and "--speculative-algorithm DDTREE" in ct200.run(["cat", UNIT]).stdout
     assert json.loads(ct200.run(["cat", "/etc/sglang/known-good/meta.json"]).stdout)["variant"] == "nextn"
+    runs_as_its_own_user_with_the_class_envelope_and_never_shows_the_key(ct200, "blackwell")
 
     before = invocation(ct200)
     again = deploy("deploy_ddtree", ct200)
@@ -39,6 +41,29 @@ def test_ct200_ddtree_is_kept_idempotent_and_check_mode_changes_nothing(fresh, c
     assert any(l.startswith("-ExecStart=") and "DDTREE" in l for l in diff), check.stdout[-3000:]
     assert any(l.startswith("+ExecStart=") and "--speculative-algorithm DFLASH" in l for l in diff)
     assert ct200.run(["cat", UNIT]).stdout == unit and invocation(ct200) == before
+
+
+API_KEY = "lab-api-key-not-secret"   # inventory/lab/group_vars/sglang_hosts.yml
+FLAGS = {"tp_size": "--tp-size", "mem_fraction_static": "--mem-fraction-static", "context_length": "--context-length",
+         "max_running_requests": "--max-running-requests", "chunked_prefill_size": "--chunked-prefill-size",
+         "cuda_graph_max_bs_decode": "--cuda-graph-max-bs-decode", "attention_backend": "--attention-backend"}
+
+
+def runs_as_its_own_user_with_the_class_envelope_and_never_shows_the_key(host, cls):
+    """The service's main process runs as the service user with the class's production envelope
+    (the lab's inventory has production's); the API key is in no unit and no process's arguments,
+    and its secrets file is root's and the service group's only."""
+    envelope = yaml.safe_load((REPO / "inventory" / "production" / "group_vars" / ("%s.yml" % cls)).read_text())[
+        "sglang_envelope"]
+    unit = host.run(["cat", UNIT]).stdout
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    for key, value in envelope.items():
+        assert "%s %s" % (FLAGS[key], value) in exec_start, (key, exec_start)
+    shown = host.show("sglang.service", "User", "MainPID")
+    assert shown["User"] == "sglang", shown
+    assert host.run(["ps", "-o", "user=", "-p", shown["MainPID"]]).stdout.strip() == "sglang"
+    assert API_KEY not in unit and API_KEY not in host.run(["ps", "-eo", "args"]).stdout
+    assert host.run(["stat", "-c", "%a %U %G", STATE + "secrets.yaml"]).stdout.split() == ["640", "root", "sglang"]
 
 
 def sha256(path) -> str:
