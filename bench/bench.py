@@ -452,8 +452,8 @@ WATCH_ROWS = (
      % (WATCH_INTERVAL, 3 * (3 + 1 + WATCH_INTERVAL))),
     # (Rank 3 dies at the next forward once the file exists - the next probe's generation - and
     # SGLang's subprocess watchdog, a look each second, ends the server: then two probes.)
-    ("a rank that dies late (torch's NCCL watchdog on rank 3)", {"rank_dies": {"rank": 3, "when_file": LATE},
-                                                                "only_algorithm": "DDTREE"}, {},
+    ("a rank that dies late (torch's NCCL watchdog on rank 3)",
+     {"rank_dies": {"rank": 3, "when_file": LATE}, "only_algorithm": "DDTREE"}, {},
      "named within 3 probes and the subprocess watchdog's 1 s (%d s)" % (3 * WATCH_INTERVAL + 1)),
 )
 
