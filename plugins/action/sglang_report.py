@@ -17,7 +17,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
-from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import artifact, row
+from ansible_collections.inferops.sglang.plugins.module_utils.fleet_summary import (
+    artifact, row, this_deploys_watch, watch_fails_the_host, watch_line)
 from ansible_collections.inferops.sglang.plugins.module_utils.host_state import read_json
 
 
@@ -57,8 +58,13 @@ class ActionModule(ActionBase):
         report = dict(args["report"])
         if args.get("started") not in (None, ""):
             report["seconds"] = round(time.time() - float(args["started"]), 1)
+        watched = this_deploys_watch(args.get("watch"), args.get("config_id"))
+        if "watch" in args:
+            report["watch"] = watched
+        line = watch_line(watched, report.get("watching_until"))
+        said = "\n".join(part for part in (args["text"].rstrip("\n"), line) if part) if line else args["text"]
         data = json.dumps(report, indent=4, sort_keys=True, default=str) + "\n"
-        text = args["text"].rstrip("\n") + "\n"
+        text = said.rstrip("\n") + "\n"
         try:
             if not os.path.isdir(folder):
                 os.makedirs(folder, 0o755)
@@ -79,10 +85,11 @@ class ActionModule(ActionBase):
         # The fact says which deploy wrote it and whether it ended well (a later play reads it: the
         # rest of a class after its canary, deploy.yml's last play).
         ok = boolean(args.get("ok", not boolean(args.get("fail", False), strict=True)), strict=True)
-        fact = dict(summary, deploy=str(args["deploy"]) if args.get("deploy") else None, ok=ok, msg=args["text"])
+        ok = ok and not watch_fails_the_host(watched, boolean(args.get("fail_on_rollback", True), strict=True))
+        fact = dict(summary, deploy=str(args["deploy"]) if args.get("deploy") else None, ok=ok, msg=said)
         # (ansible_stats: the job's artifacts, as set_stats gives them; Ansible keeps them only
         # from a task that did not fail, hence `fail` is best left to a task of its own.)
-        result.update(changed=False, paths=paths, msg=args["text"], summary=summary, dir=top,
+        result.update(changed=False, paths=paths, msg=said, summary=summary, dir=top,
                       ansible_facts={"sglang_deploy": fact}, ansible_stats=artifact(summary))
         if boolean(args.get("fail", False), strict=True):
             result["failed"] = True

@@ -10,6 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.inferops.sglang.plugins.module_utils.watch import RESTORED
+
 # The outcomes after which the host runs the deploy's variant.
 RUNS_VARIANT = ("deployed", "unchanged")
 COLUMNS = ("host", "class", "variant", "outcome", "cause", "speed", "time")
@@ -28,24 +30,42 @@ def after(report):
 
 def row(report):
     """One host's summary, as data (the JSON copy) from its report."""
-    perf = report.get("perf") or {}
+    perf, end = report.get("perf") or {}, watch_end(report)
     data = {"host": report.get("host"), "class": report.get("class") or None,
             "before": report.get("before"), "after": after(report), "variant": report.get("variant"),
             "outcome": report.get("outcome"), "ratio": perf.get("ratio"),
-            "cause": cause(report),
+            "cause": cause(report, end),
             "seconds": report.get("seconds")}
     if report.get("group"):   # a node of a server group
         data.update(group=report["group"].get("name"), node_rank=report["group"].get("node_rank"))
-    end = watch_end(report)
     if end:
         data["watch"] = end
-        if end["outcome"] == WATCH_RESTORED:
+        if end["outcome"] == RESTORED:
             data["after"] = end["restored"] or data["after"]
     return data
 
 
-# How a watch that restored the known-good ended (guard.RESTORED, on the host's side).
-WATCH_RESTORED = "restored"
+def this_deploys_watch(watched, config_id):
+    """How the host's watch of this deploy's switch (`config_id`) ended, from what sglang_guard's
+    state=watched returned (its `watch`), or None: none was waited for, or the wait was an earlier
+    deploy's of the same run (a ladder's rung that failed before its own wait keeps the last)."""
+    if not watched or not config_id or watched.get("config_id") != config_id:
+        return None
+    return watched
+
+
+def watch_line(watched, watching_until):
+    """The report's line about the host's watch: how it ended, when the play waited for it, else
+    until when it runs (None when no watch runs)."""
+    if watched and watched.get("said"):
+        return watched["said"]
+    return "the host watches it until " + watching_until if watching_until else None
+
+
+def watch_fails_the_host(watched, fail_on_rollback):
+    """A watch that restored the known-good fails the host as a rollback does (unless the play
+    said not to fail on a rollback)."""
+    return bool(watched) and watched.get("outcome") == RESTORED and fail_on_rollback
 
 
 def watch_end(report):
@@ -83,13 +103,13 @@ def rollback_row(host, host_class, rollback, restored, said):
             "ratio": None, "seconds": (rollback.get("gate") or {}).get("elapsed")}
 
 
-def cause(report):
-    """The report's cause; a canary's later variant also says why the ladder came down to it."""
+def cause(report, end):
+    """The report's cause; a canary's later variant also says why the ladder came down to it, and
+    a watch that restored the known-good (`end`, watch_end's) what it found."""
     said = [report["cause"]] if report.get("cause") else []
     if report.get("ladder"):
         said.append("after " + report["ladder"])
-    end = watch_end(report)
-    if end and end["outcome"] == WATCH_RESTORED:
+    if end and end["outcome"] == RESTORED:
         said.append("the watch restored %s: %s" % (end["restored"] or "the known-good", end["cause"]))
     return "; ".join(said) or None
 

@@ -83,9 +83,7 @@ DEADLINE, BOOT, FOLLOW, ROLLBACK, GROUP = "deadline", "boot", "follow", "rollbac
 # The watch after the gates (watch.json, written as the deploy confirms the switch): the follower
 # goes on probing the confirmed server and restores the known-good on a breach (module_utils/watch).
 WATCH, WATCHED = "watch.json", "watch"
-# How a watch ended: its time ran out, it restored the known-good, or something else ended it (a
-# new switch, a rollback).
-CLEAN, RESTORED, SUPERSEDED = "clean", "restored", "superseded"
+CLEAN, RESTORED, SUPERSEDED = watching.CLEAN, watching.RESTORED, watching.SUPERSEDED
 # The phases of a switch a new server's failure is judged in: its gate, and a server group's node
 # the controller confirmed (HELD: until rank 0, confirmed last, confirms the group).
 GATE, HELD = "gate", "held"

@@ -27,6 +27,10 @@ import time
 DEFAULTS = {"interval": 10.0, "generation_failures": 3, "error_rate": 0.5, "error_window": 120.0,
             "error_min_requests": 20, "speed_ratio": 0.9, "speed_window": 300.0}
 
+# How a watch ended: its time ran out, it restored the known-good, or something else ended it (a
+# new switch, a rollback, a stop). (The host's guard writes them; the controller's reports read them.)
+CLEAN, RESTORED, SUPERSEDED = "clean", "restored", "superseded"
+
 UNIT_DOWN = "server_exited"
 GENERATION = "generation_failed"
 ERRORS = "requests_failing"   # (SGLang counts them as aborted: failed, timed out or given up by their client)

@@ -79,8 +79,29 @@ options:
   ok:
     description:
       - Whether the deploy ended well, kept in the fact C(sglang_deploy). Default is the opposite of O(fail).
+      - A watch (O(watch)) that restored the known-good makes it false, unless O(fail_on_rollback=false).
     type: bool
     version_added: 0.3.0
+  watch:
+    description:
+      - How the host's watch of the deployed server ended, as P(inferops.sglang.sglang_guard#module) with
+        C(state=watched) returned it (its RV(inferops.sglang.sglang_guard#module:watch)), when the play waited for it.
+      - Taken only when its C(config_id) is O(config_id) (a wait of an earlier deploy in the same run is not
+        this one's). The report keeps it as C(watch) and O(text) gains its line; without it, the report's
+        C(watching_until) (the host still watches) gives the line.
+    type: dict
+    version_added: 0.6.0
+  config_id:
+    description: The configuration this deploy switched to (its plan's), which O(watch) must be of.
+    type: str
+    version_added: 0.6.0
+  fail_on_rollback:
+    description:
+      - Whether a watch that restored the known-good makes the deploy end badly (O(ok) false), as a rollback
+        does.
+    type: bool
+    default: true
+    version_added: 0.6.0
 attributes:
   action:
     support: full
@@ -131,7 +152,9 @@ paths:
   elements: str
   sample: [/srv/ops/reports/ct200/20261130T211500Z-ddtree.json, /srv/ops/reports/ct200/latest.json]
 msg:
-  description: O(text), the deploy's diagnosis (the failure message with O(fail=true)).
+  description:
+    - O(text), the deploy's diagnosis (the failure message with O(fail=true)), and the line of the host's watch
+      (how it ended, or until when it runs).
   returned: when written
   type: str
   sample: "ct200: DDTREE deployed, healthy in 6.1 s"

@@ -61,3 +61,26 @@ def test_a_deploy_under_way_is_the_latest_report_but_not_history_and_its_own_rep
     assert json.loads((tmp_path / "ct200" / "latest.json").read_text()) == {"outcome": "deployed"}
     history = sorted(p.name for p in (tmp_path / "ct200").iterdir() if not p.name.startswith("latest"))
     assert len(history) == 2 and all("-ddtree." in name for name in history), history
+
+
+WATCHED = {"config_id": "c2", "outcome": "restored", "restored": "nextn", "breach": {"cause": "cuda_error"},
+           "said": "the watch restored NEXTN at 14:11:02: cuda_error on TP0 (...)"}
+
+
+@pytest.mark.parametrize("extra, ok, line, kept", [
+    ({"watch": WATCHED, "config_id": "c2"}, False, WATCHED["said"], True),
+    ({"watch": WATCHED, "config_id": "c2", "fail_on_rollback": False}, True, WATCHED["said"], True),
+    ({"watch": WATCHED, "config_id": "c1"}, True, "the host watches it until 14:32 UTC", False),
+    ({"watch": None, "config_id": "c2"}, True, "the host watches it until 14:32 UTC", False),
+], ids=["restored: the host fails", "restored, rollbacks do not fail the host", "an earlier deploy's watch",
+        "not waited for: still watching"])
+def test_the_watch_the_play_waited_for_goes_into_the_report_and_its_outcome(tmp_path, extra, ok, line, kept):
+    got = run(dict({"dir": str(tmp_path), "name": "ddtree", "text": "ct200: DDTREE deployed\n", "ok": True,
+                    "report": {"host": "ct200", "outcome": "deployed", "variant": "ddtree",
+                               "watching_until": "14:32 UTC"}}, **extra))
+    fact = got["ansible_facts"]["sglang_deploy"]
+    assert fact["ok"] is ok and got["msg"] == "ct200: DDTREE deployed\n" + line == fact["msg"]
+    written = json.loads((tmp_path / "ct200" / "latest.json").read_text())
+    assert written["watch"] == (WATCHED if kept else None)
+    assert (tmp_path / "ct200" / "latest.txt").read_text() == got["msg"] + "\n"
+    assert (got["summary"]["after"], "watch" in got["summary"]) == (("nextn", True) if kept else ("ddtree", False))

@@ -42,6 +42,37 @@ def test_a_row_says_how_the_watch_the_play_waited_for_ended(watch, after_, cause
     assert (got["after"], got["cause"], got.get("watch")) == (after_, cause, end)
 
 
+RESTORED = {"config_id": "c2", "outcome": "restored", "restored": "nextn", "breach": {"cause": "cuda_error"},
+            "said": "the watch restored NEXTN at 14:11:02: cuda_error on TP0"}
+
+
+@pytest.mark.parametrize("watched, config_id, taken", [
+    (RESTORED, "c2", True), (RESTORED, "c1", False), (RESTORED, None, False), (None, "c2", False),
+    ({}, "c2", False),
+], ids=["this deploy's switch", "an earlier deploy's wait in the same run", "no switch (a plan that ended early)",
+        "not waited for", "a skipped wait"])
+def test_only_the_watch_of_this_deploys_switch_is_its_reports(watched, config_id, taken):
+    assert fleet_summary.this_deploys_watch(watched, config_id) == (watched if taken else None)
+
+
+@pytest.mark.parametrize("watched, until, line", [
+    (RESTORED, "14:32 UTC", RESTORED["said"]),
+    ({"outcome": "clean", "said": "watch ended clean at 14:32"}, None, "watch ended clean at 14:32"),
+    (None, "14:32 UTC", "the host watches it until 14:32 UTC"),
+    (None, None, None),
+], ids=["restored: what the watch said", "ended clean", "still watching", "no watch"])
+def test_the_reports_line_about_the_watch(watched, until, line):
+    assert fleet_summary.watch_line(watched, until) == line
+
+
+@pytest.mark.parametrize("watched, fail_on_rollback, fails", [
+    (RESTORED, True, True), (RESTORED, False, False), ({"outcome": "clean"}, True, False),
+    ({"outcome": "superseded"}, True, False), (None, True, False),
+], ids=["restored", "restored, rollbacks do not fail", "clean", "superseded", "none"])
+def test_a_watch_that_restored_the_known_good_fails_the_host_as_a_rollback_does(watched, fail_on_rollback, fails):
+    assert fleet_summary.watch_fails_the_host(watched, fail_on_rollback) is fails
+
+
 def test_a_host_without_a_report_shows_its_failure():
     got = failed_row("ct131", "GPU 0 is held by PID 4242\nsecond line")
     assert (got["outcome"], got["cause"], got["after"]) == ("failed", "GPU 0 is held by PID 4242", None)
