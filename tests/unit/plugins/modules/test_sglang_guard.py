@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from unittest.mock import MagicMock
 
 import pytest
@@ -230,15 +231,22 @@ def watched(tmp_path, wait=0.0, config_id="c0ffee"):
 def test_watched_waits_for_the_watch_to_end_and_says_how(tmp_path):
     """The play that waits for the watch (sglang_watch_wait): it reads the record until the
     follower ends it; here its time runs out clean."""
-    guard.begin_watch(str(tmp_path), SWITCH, WATCH, T0)
+    guard.begin_watch(str(tmp_path), SWITCH, WATCH, time.time())
     running = watched(tmp_path)
-    assert running["watch"]["outcome"] is None and running["said"].startswith("the watch of DDTREE did not end by ")
+    assert running["watch"]["outcome"] is None and running["said"].startswith("watching DDTREE until "), running
     timer = threading.Timer(0.3, lambda: guard.end_watch(str(tmp_path), guard.CLEAN, "its time ran out"))
     timer.start()
     got = watched(tmp_path, wait=30.0)
     timer.join()
     assert got["changed"] is False and got["watch"]["outcome"] == "clean", got
     assert got["said"].startswith("the watch of DDTREE ended clean at "), got
+
+
+def test_a_watch_whose_follower_stopped_before_its_end_says_so(tmp_path):
+    guard.begin_watch(str(tmp_path), SWITCH, WATCH, T0)   # (T0 is long past: its end too)
+    stale = watched(tmp_path)
+    assert stale["watch"]["outcome"] is None and stale["said"].startswith("the watch of DDTREE did not end by "), stale
+    assert stale["said"].endswith(": its follower stopped (a reboot?)")
 
 
 def test_watched_says_a_restore_as_the_guards_result_with_the_known_good(tmp_path):
