@@ -21,6 +21,7 @@ from . import gpu as lab_gpu
 from . import group
 from . import memory
 from . import ranks
+from . import speculative
 
 LAB_ETC = os.environ.get("INFEROPS_LAB_ETC", "/etc/inferops-lab")
 GIB = memory.GIB
@@ -35,7 +36,6 @@ TOKEN_RATES = {
     "blackwell": {"NONE": 70.0, "EAGLE": 110.0, "DFLASH": 150.0, "DDTREE": 186.0},
     "a6000": {"NONE": 30.0, "EAGLE": 45.0, "DFLASH": 62.0, "DDTREE": 42.2},
 }
-ACCEPT_LENGTHS = {"EAGLE": 2.8, "DFLASH": 5.1, "DDTREE": 6.4}
 TRACE_FRAMES = 120   # a CUDA error's C++ stack, as torch prints it
 # http_server.py: HEALTH_CHECK_TIMEOUT = int(os.getenv("SGLANG_HEALTH_CHECK_TIMEOUT", 20))
 HEALTH_CHECK_TIMEOUT = int(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", 20))
@@ -155,6 +155,9 @@ class Server:
         self.nnodes, self.node_rank = int(args.nnodes or 1), int(args.node_rank or 0)
         self.tp_ranks, self.tp_per_node = group.layout(args.tp_size, self.nnodes, self.node_rank)
         self.store = self.member = None   # this rank's process group, when the server spans nodes
+        # --enable-metrics: SGLang's /metrics (without it the route is not mounted: 404).
+        self.metrics = speculative.Metrics(args.served_model_name or args.model_path) if getattr(
+            args, "enable_metrics", False) else None
 
     @staticmethod
     def faults_for(faults, algorithm):
@@ -738,6 +741,14 @@ class Server:
         with self.in_flight_lock:
             self.in_flight -= 1
 
+    def count_request(self, body, prompt, tokens, aborted):
+        """A request ended (`tokens` generated, or `aborted`: it raised, or its client went away):
+        what /metrics counts of it, when exported."""
+        if self.metrics:
+            kind = speculative.prompt_kind(prompt)
+            self.metrics.finished(bool(body.get("stream")), len(prompt.split()), tokens,
+                                  self.verify_steps(kind, tokens)[0], aborted)
+
     def loads(self):
         """/v1/loads (entrypoints/v1_loads.py): one DP rank's core load metrics."""
         with self.in_flight_lock:
@@ -755,9 +766,22 @@ class Server:
                 "loads": [core]}
 
     # --- what the endpoints answer -------------------------------------------------
-    def rate(self):
+    def own_layer(self):
+        """The draft is the model's own MTP layer (NEXTN: EAGLE without a draft model)."""
+        return not self.args.speculative_draft_model_path
+
+    def rate(self, kind="chat"):
+        """Decode tokens/s of one request whose prompt is of `kind` (speculative.prompt_kind)."""
         algo = self.args.speculative_algorithm or "NONE"
-        return TOKEN_RATES.get(self.gpus.get("host_class"), TOKEN_RATES["a6000"]).get(algo, 30.0)
+        gate_rate = TOKEN_RATES.get(self.gpus.get("host_class"), TOKEN_RATES["a6000"]).get(algo, 30.0)
+        return gate_rate * speculative.speed_factor(algo, self.own_layer(), kind)
+
+    def verify_steps(self, kind, completion_tokens):
+        """The verify steps a request's tokens took (its accept length by its prompt's kind), and that length."""
+        accept = speculative.accept_length(self.args.speculative_algorithm, self.own_layer(), kind)
+        if not accept or not completion_tokens:
+            return completion_tokens, accept
+        return max(1, int(round(completion_tokens / accept))), accept
 
     def server_info(self):
         info = {k: v for k, v in vars(self.args).items() if k != "api_key"}
@@ -776,13 +800,12 @@ class Server:
                 "root": self.args.model_path, "max_model_len": self.plan["context_length"]}
         return {"object": "list", "data": [card]}
 
-    def meta_info(self, rid, prompt_tokens, completion_tokens, elapsed):
+    def meta_info(self, rid, prompt_tokens, completion_tokens, elapsed, kind="chat"):
         info = {"id": rid, "finish_reason": {"type": "length", "length": completion_tokens},
                 "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "cached_tokens": 0,
                 "e2e_latency": round(elapsed, 4)}
-        accept = ACCEPT_LENGTHS.get(self.args.speculative_algorithm)
+        verify_ct, accept = self.verify_steps(kind, completion_tokens)
         if accept and completion_tokens:
-            verify_ct = max(1, int(round(completion_tokens / accept)))
             drafts = int(self.args.speculative_num_draft_tokens or 1) - 1
             correct = completion_tokens - verify_ct
             info.update(spec_verify_ct=verify_ct, spec_accept_length=completion_tokens / verify_ct,
@@ -864,6 +887,13 @@ def make_handler(server):
                 self.send_json(200, server.models())
             elif path == "/v1/loads":
                 self.send_json(200, server.loads())
+            elif path == "/metrics" and server.metrics:
+                data = server.metrics.text(server.in_flight).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
             else:
                 self.send_json(404, {"detail": "Not Found"})
 
@@ -879,20 +909,28 @@ def make_handler(server):
             if not server.ready or server.stopping:
                 self.send_json(503, {"error": {"message": "The server is not ready.", "code": 503}})
                 return
-            failure = server.faults.get("request_error")
-            if failure and path in ("/generate", "/v1/chat/completions"):
-                # http_server.py answers a request that raised with {"error": {"message"}}.
-                self.send_json(int(failure.get("status", 500)), {"error": {
-                    "message": failure.get("message", "Internal server error"), "code": int(failure.get("status", 500))}})
-                return
             if path not in ("/generate", "/v1/chat/completions"):
                 self.send_json(404, {"detail": "Not Found"})
                 return
+            prompt = str(body.get("text", "")) if path == "/generate" else " ".join(
+                str(m.get("content", "")) for m in body.get("messages", []))
+            # The drafter's accept length, and so the decode speed, follow the prompt's kind.
+            self.kind, self.sent = speculative.prompt_kind(prompt), 0
+            failure = server.faults.get("request_error")
+            if failure:
+                # http_server.py answers a request that raised with {"error": {"message"}}.
+                server.count_request(body, prompt, 0, aborted=True)
+                self.send_json(int(failure.get("status", 500)), {"error": {
+                    "message": failure.get("message", "Internal server error"), "code": int(failure.get("status", 500))}})
+                return
             server.request_started()
+            aborted = True
             try:
                 (self.generate if path == "/generate" else self.chat)(body)
+                aborted = False
             finally:
                 server.request_finished()
+                server.count_request(body, prompt, self.sent, aborted)
 
         def read_body(self):
             """The request's body, sized by Content-Length or sent chunked (as a gateway that
@@ -916,12 +954,13 @@ def make_handler(server):
 
         def tokens(self, n):
             # Tokens come on the GPU's clock: the HTTP work between them does not slow decoding.
-            interval, started = 1.0 / server.rate(), time.monotonic()
+            interval, started = 1.0 / server.rate(self.kind), time.monotonic()
             server.forward()   # every rank takes part in each step: a hung rank stops them all
             for i in range(n):
                 delay = started + (i + 1) * interval - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
+                self.sent = i + 1
                 yield " tok%d" % i
 
         def stream_start(self):
@@ -947,12 +986,12 @@ def make_handler(server):
                 for i, tok in enumerate(self.tokens(n), 1):
                     text += tok
                     self.sse({"text": text, "output_ids": list(range(i)),
-                              "meta_info": server.meta_info(rid, prompt, i, time.time() - started)})
+                              "meta_info": server.meta_info(rid, prompt, i, time.time() - started, self.kind)})
                 self.sse("[DONE]")
                 return
             text = "".join(self.tokens(n))
             self.send_json(200, {"text": text, "output_ids": list(range(n)),
-                                 "meta_info": server.meta_info(rid, prompt, n, time.time() - started)})
+                                 "meta_info": server.meta_info(rid, prompt, n, time.time() - started, self.kind)})
 
         def chat(self, body):
             n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 128)
