@@ -94,6 +94,27 @@ def guard_result(host):
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
+# What guard.json says while a restore of the guard's runs.
+UNFINISHED = "the guard's run did not finish"
+
+
+def watch_restored(host):
+    """The host's watch restored the known-good and its restore ended: guard.json's result, or None."""
+    result = guard_result(host) or {}
+    return result if result.get("reason") == "watch" and result.get("error") != UNFINISHED else None
+
+
+def main_process_exited(host, since):
+    """When (epoch seconds) systemd saw sglang.service's main process exit, the first time after
+    `since` (epoch seconds), from the journal; None if it has not."""
+    out = host.run(["journalctl", "-u", "sglang.service", "--no-pager", "-o", "json", "--since", "@%d" % int(since)])
+    for line in out.stdout.splitlines():
+        entry = json.loads(line)
+        if str(entry.get("MESSAGE", "")).startswith("sglang.service: Main process exited"):
+            return int(entry["__REALTIME_TIMESTAMP"]) / 1e6
+    return None
+
+
 def wait_for_the_guard(host, timeout):
     """The host's guard ended the switch (its result said, nothing pending); returns its result, or
     fails with what the host says of its guard."""
@@ -120,3 +141,38 @@ def crash_after_the_kill(host):
         "the kill did not land while the gate waited: %s\n%s" % (phase.stdout, guard_evidence(host))
     host.run(["touch", CRASH_FILE])
     return time.time()
+
+
+# Traffic in another language, run on a lab host for at most 180 s or until stop_traffic(): two
+# clients in a loop, each a 48-token /generate; what each request's meta_info says of its accept
+# length is printed to TRAFFIC_LOG.
+TRAFFIC_LOG = "/run/traffic.log"
+OTHER_LANGUAGE_TRAFFIC = r"""
+import json, os, threading, time, urllib.request
+def client():
+    end = time.time() + 180
+    while os.path.exists("/run/traffic-on") and time.time() < end:
+        body = json.dumps({"text": "サーバーが二回再起動した理由を、ログを見ながら説明してください。",
+                           "sampling_params": {"max_new_tokens": 48}}).encode()
+        req = urllib.request.Request("http://127.0.0.1:30000/generate", data=body, headers={
+            "Content-Type": "application/json", "Authorization": "Bearer lab-api-key-not-secret"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                print(json.load(resp)["meta_info"].get("spec_accept_length"), flush=True)
+        except Exception as exc:
+            print("error", exc, flush=True)
+            time.sleep(0.5)
+threads = [threading.Thread(target=client) for _ in range(2)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+"""
+
+
+def start_other_language_traffic(host):
+    host.put("/run/traffic-on", "")
+    host.put("/run/traffic.py", OTHER_LANGUAGE_TRAFFIC)
+    host.run("setsid nohup python3 /run/traffic.py > %s 2>&1 < /dev/null &" % TRAFFIC_LOG)
+
+
+def stop_traffic(host):
+    host.run("rm -f /run/traffic-on")

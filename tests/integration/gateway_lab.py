@@ -21,7 +21,7 @@ from tests.integration.labhost import labctl
 PORT = 31000
 CONCURRENCY = 8
 TOKENS = 24
-LOAD_LIMIT_S = 300   # a load never outlives a stuck deploy by more than this
+LOAD_LIMIT_S = 300   # a load never outlives a stuck deploy by more than this (unless it is given longer)
 
 
 def percentile(values, share):
@@ -36,8 +36,8 @@ class Load:
     """CONCURRENCY streaming /generate requests at a time through the gateway, until stopped;
     each request's start, latency and error are kept."""
 
-    def __init__(self, url, settle=1.0):
-        self.url, self.settle, self.stop = url, settle, threading.Event()
+    def __init__(self, url, settle=1.0, limit=LOAD_LIMIT_S):
+        self.url, self.settle, self.limit, self.stop = url, settle, limit, threading.Event()
         self.requests, self.lock = [], threading.Lock()
         self.threads = [threading.Thread(target=self.run, daemon=True) for _number in range(CONCURRENCY)]
 
@@ -52,6 +52,10 @@ class Load:
     @property
     def errors(self):
         return [request["error"] for request in self.requests if request["error"]]
+
+    def failed_after(self, epoch):
+        """The failed requests sent after `epoch` (the time.time() of an event on a lab host)."""
+        return [request["error"] for request in self.requests if request["error"] and request["began"] > epoch]
 
     def latencies(self):
         """p50 and p95 of the requests that completed, in seconds."""
@@ -71,16 +75,16 @@ class Load:
                 len(events), events[-1].get("meta_info", {}).get("completion_tokens") if events else None, text[:300]))
 
     def run(self):
-        deadline = time.monotonic() + LOAD_LIMIT_S
+        deadline = time.monotonic() + self.limit
         while not self.stop.is_set() and time.monotonic() < deadline:
-            started = time.monotonic()
+            began, started = time.time(), time.monotonic()
             try:
                 self.one()
                 error = None
             except Exception as exc:  # pylint: disable=broad-except
                 error = str(exc) or type(exc).__name__
             with self.lock:
-                self.requests.append({"latency": time.monotonic() - started, "error": error})
+                self.requests.append({"began": began, "latency": time.monotonic() - started, "error": error})
 
     def __enter__(self):
         for thread in self.threads:
@@ -132,15 +136,16 @@ def group_inventory(hosts, nodes, name, gateway=None, tp_size=16):
 
 
 @contextmanager
-def gateway(addresses, log_path, port=PORT):
+def gateway(addresses, log_path, port=PORT, retries=False):
     """smg on the controller's lab address (`port`, and the next for its metrics), round robin
-    over the hosts' workers, its retries off (a request a restart cuts shows as failed); yields
-    its URL once it routes to all."""
+    over the hosts' workers, its retries off (a request a restart cuts shows as failed) unless
+    `retries` (smg's default, as an operator runs it); yields its URL once it routes to all."""
     gateway_ip = labctl("address").stdout.split()[3]
     url = "http://%s:%d" % (gateway_ip, port)
     with open(log_path, "w") as log:
         smg = subprocess.Popen([str(BIN / "smg"), "launch", "--host", gateway_ip, "--port", str(port), "--policy",
-                                "round_robin", "--disable-retries", "--log-level", "warn", "--prometheus-host", gateway_ip,
+                                "round_robin", *([] if retries else ["--disable-retries"]), "--log-level", "warn",
+                                "--prometheus-host", gateway_ip,
                                 "--prometheus-port", str(port + 1), "--worker-urls",
                                 *("http://%s:30000" % a for a in addresses.values())],
                                stdout=log, stderr=subprocess.STDOUT)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -20,8 +21,9 @@ from tests.integration.ansible_run import (
     BIN, LAB_INVENTORY, REPO, _env, kill_run, run_module, run_playbook, ssh_vars_inventory,
 )
 from tests.integration.deploying import (
-    CRASH_FILE, crash_after_the_kill, invocation, report, reset_service, wait_for_the_guard)
-from tests.integration.gateway_lab import Load, all_ready, gateway, host_inventory
+    CRASH_FILE, crash_after_the_kill, invocation, main_process_exited, report, reset_service, wait_for_the_guard,
+    watch_restored)
+from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, host_inventory
 from tests.integration.labhost import REPORTS, LabHost, labctl
 
 pytestmark = pytest.mark.xdist_group("gateway")
@@ -47,7 +49,8 @@ def fleet(lab, tmp_path_factory):
     try:
         with gateway(addresses, folder / "smg.log") as url:
             inventories["gateway"].write_text(host_inventory(placed, gateway=url))
-            yield {"gateway": url, "inventories": inventories, "hosts": hosts, "addresses": addresses}
+            yield {"gateway": url, "inventories": inventories, "hosts": hosts, "addresses": addresses,
+                   "placed": placed, "folder": folder}
     finally:
         for host in hosts.values():
             reset_service(host)
@@ -162,3 +165,40 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
         ct200.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
     assert result["healthy"] and result["rejoined"] == "http://%s:30000" % fleet["addresses"]["ct200"], result
     ct200.wait_for(lambda: all_ready(fleet["gateway"], 3), 60, 0.5, "the worker back in rotation")
+
+    # The host's watch behind a gateway run as an operator runs it (smg's own retries on): DDTREE,
+    # watched, crashes minutes into serving under the load. The watch takes the worker out of
+    # rotation, restores NEXTN and puts it back; no request fails but those in flight on the dying
+    # server (sent before its main process exited).
+    watched_behind_a_retrying_gateway(fleet, ct200)
+
+
+def watched_behind_a_retrying_gateway(fleet, host):
+    with gateway(fleet["addresses"], fleet["folder"] / "smg-retries.log", port=PORT + 2, retries=True) as url:
+        fleet["inventories"]["retries"] = fleet["folder"] / "retries.yml"
+        fleet["inventories"]["retries"].write_text(host_inventory(fleet["placed"], gateway=url))
+        host.put("/etc/inferops-lab/faults.json", json.dumps({"crash_when_file": CRASH_FILE, "only_algorithm": "DDTREE"}))
+        try:
+            with Load(url) as load:
+                proc = deploy_through(fleet, "retries", "deploy_ddtree", host.name, sglang_retry_rolled_back=True,
+                                      sglang_watch_duration=600, sglang_watch_interval=2)
+                assert proc.returncode == 0 and report(host)["watching_until"], proc.stdout[-3000:]
+                crashed_at = time.time()
+                host.put(CRASH_FILE, "")
+                result = host.wait_for(lambda: watch_restored(host), 120, 0.5, "the watch's restore")
+                host.wait_for(lambda: all_ready(url, 3), 60, 0.5, "the worker back in rotation")
+        finally:
+            host.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
+    assert result["healthy"] and result["restored"] == "nextn" and result["rejoined"], result
+    died = main_process_exited(host, crashed_at - 1)
+    assert died, "the journal says when DDTREE's main process exited"
+    late = load.failed_after(died)
+    print("\nthe watch behind smg (retries on): sent %d, failed %d, of them after the server died %d; "
+          "named in %.1f s, NEXTN back in rotation in %.1f s" % (
+              load.sent, load.failed, len(late), result["time"] - crashed_at,
+              result["time"] + result["seconds"] - crashed_at))
+    with open(REPO / "build" / "watch-rows.tsv", "a") as table:
+        table.write("a crash behind smg (retries on): sent %d, failed %d, after the death %d\t%s\t%.1f\t%.1f\n" % (
+            load.sent, load.failed, len(late), result["breach"]["cause"], result["time"] - crashed_at,
+            result["time"] + result["seconds"] - crashed_at))
+    assert not late and load.sent > 20, (load.sent, load.failed, late[:3])

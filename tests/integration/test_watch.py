@@ -12,7 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.integration.ansible_run import REPO, run_playbook
-from tests.integration.deploying import CRASH_FILE, STATE, UNIT, deploy, guard_result, healthy, report, reset_service
+from tests.integration.deploying import (
+    CRASH_FILE, STATE, TRAFFIC_LOG, UNIT, deploy, healthy, report, reset_service, start_other_language_traffic,
+    stop_traffic, watch_restored)
 
 pytestmark = pytest.mark.xdist_group("watch")
 
@@ -20,7 +22,6 @@ INTERVAL_S = 2
 WATCHED = {"sglang_watch_duration": 600, "sglang_watch_interval": INTERVAL_S}
 # A hang guard: two probes, the restore of the known-good and its settle, on two busy cores.
 RESTORED_WITHIN_S = 120
-UNFINISHED = "the guard's run did not finish"
 
 
 @pytest.fixture(scope="module")
@@ -60,11 +61,12 @@ def watching_ddtree(host):
     return record if record and not record.get("ended") and record["variant"] == "ddtree" else None
 
 
-def watched_then_failed(host, faults, extra, name, wait=False):
+def watched_then_failed(host, faults, extra, name, wait=False, trigger=None):
     """DDTREE deployed with the watch on and confirmed, its late failure set off (the row's file):
     the watch's result once its restore ended, checked to have brought NEXTN back, intact and true.
     With `wait` the play waits for the watch (sglang_watch_wait): the failure is set off while it
-    waits, and its report says how the watch ended."""
+    waits, and its report says how the watch ended. `trigger` sets the failure off instead of the
+    crash file."""
     kg_unit = host.run(["cat", UNIT]).stdout
     host.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
     with ThreadPoolExecutor(1) as pool:
@@ -79,7 +81,10 @@ def watched_then_failed(host, faults, extra, name, wait=False):
             assert report(host)["watching_until"].endswith(" UTC"), report(host)
         assert "the host's watch: watching DDTREE until " in status(host)
         failed_at = time.time()
-        host.put(CRASH_FILE, "")
+        if trigger:
+            trigger()
+        else:
+            host.put(CRASH_FILE, "")
         proc = deploying.result()
     if wait:
         # The play waited: the watch's restore fails the host as a rollback does, and its report and
@@ -88,11 +93,7 @@ def watched_then_failed(host, faults, extra, name, wait=False):
         assert proc.returncode != 0 and "the watch restored NEXTN at " in said, said[-3000:]
         ended = report(host)["watch"]
         assert (ended["outcome"], ended["restored"]) == ("restored", "nextn"), ended
-
-    def restored():
-        result = guard_result(host) or {}
-        return result if result.get("reason") == "watch" and result.get("error") != UNFINISHED else None
-    result = host.wait_for(restored, RESTORED_WITHIN_S, 0.5, "the watch's restore")
+    result = host.wait_for(lambda: watch_restored(host), RESTORED_WITHIN_S, 0.5, "the watch's restore")
     named_in, back_in = result["time"] - failed_at, result["time"] + result["seconds"] - failed_at
     print("\n%s -> named by the watch: %.1f s; the known-good healthy again: %.1f s" % (name, named_in, back_in))
     with open(REPO / "build" / "watch-rows.tsv", "a") as table:
@@ -147,3 +148,24 @@ def test_a_rank_that_dies_late_is_named_with_torchs_rank_and_replaced(nextn):
         breach["evidence"], breach
     journal = nextn.run(["journalctl", "-u", "sglang.service", "--no-pager", "-o", "cat"]).stdout
     assert "Subprocess scheduler_3 (pid=" in journal and "crashed with exit code -6" in journal
+
+
+def test_an_accept_length_that_falls_with_the_traffic_is_named_from_the_metrics_and_replaced(nextn):
+    # DDTREE passes its gates on the gate's English prompts (about 1.7x NEXTN on Blackwell), then
+    # its traffic turns to another language, where its drafter - trained apart from the model -
+    # accepts little, while NEXTN's own MTP layer would keep most (lab/sglang_sim/speculative.py).
+    # SGLang's /metrics (--enable-metrics) carry the accept length; the watch projects the speed
+    # from it and restores NEXTN once it stays under 0.9x NEXTN's for the row's 6 s window.
+    try:
+        result = watched_then_failed(
+            nextn, {}, {"sglang_retry_rolled_back": True, "sglang_service_extra_args": {"enable_metrics": True},
+                        "sglang_watch_limits": {"speed_window": 6}},
+            "an accept length that falls with the traffic (another language)",
+            trigger=lambda: start_other_language_traffic(nextn))
+    finally:
+        stop_traffic(nextn)
+    breach = result["breach"]
+    assert breach["cause"] == "slower_than_known_good" and breach["evidence"].startswith("accept length 1."), breach
+    assert breach["why"].startswith("slower than the known-good for "), breach
+    said = nextn.run(["cat", TRAFFIC_LOG]).stdout.split()
+    assert said and "error" not in said[:4], said[:20]
