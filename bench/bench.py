@@ -7,8 +7,10 @@ empty, a ping and a `/health`-only play, fleet deploys to 1-16 hosts and a rolli
 stops at a failure, the controller gone (the host's guard restores the known-good alone), the
 start-up of a TP=8 server (each start-up fault's detection beside the timeout it replaces), and
 journal classification of 10k/100k/1M-line invocations (seconds and
-peak memory of the reader on the host), the gateway rollout, and the tune (tune.yml on a
-canary per class behind the gateway, under load, beside an exhaustive grid over the same bounds). `python bench/bench.py ROW...`
+peak memory of the reader on the host), the gateway rollout, the tune (tune.yml on a
+canary per class behind the gateway, under load, beside an exhaustive grid over the same bounds),
+the watch after the gates (each late failure to its restore) and its clean soak (10 minutes under
+load through smg). `python bench/bench.py ROW...`
 measures only those rows and puts them into bench/results.md in place of the earlier run's,
 under a line that says which rows, when and by which command.
 """
@@ -39,7 +41,7 @@ from tests.integration.ansible_run import BIN, kill_run, process_tree, run_modul
 from lab.labctl import RESET_SERVICE  # noqa: E402
 from tests.integration.gateway_lab import Load, all_ready, gateway, group_inventory, host_inventory, workers  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
-from tests.integration.deploying import cut_after_first_200  # noqa: E402
+from tests.integration.deploying import cut_after_first_200, start_other_language_traffic, stop_traffic  # noqa: E402
 from ansible_collections.inferops.sglang.plugins.module_utils import service_config, tune  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "5"))
@@ -455,25 +457,39 @@ WATCH_ROWS = (
     ("a rank that dies late (torch's NCCL watchdog on rank 3)",
      {"rank_dies": {"rank": 3, "when_file": LATE}, "only_algorithm": "DDTREE"}, {},
      "named within 3 probes and the subprocess watchdog's 1 s (%d s)" % (3 * WATCH_INTERVAL + 1)),
+    # (The traffic turns to another language: DDTREE's drafter accepts little of it. A speed
+    # breach is held for its window - here 6 s, production's 300 s - before it restores.)
+    ("an accept length that falls with the traffic (another language)", {"only_algorithm": "DDTREE"},
+     {"sglang_service_extra_args": {"enable_metrics": True}, "sglang_watch_limits": {"speed_window": 6}},
+     "the speed window (6 s) and a probe on each side of it (%d s)" % (6 + 2 * WATCH_INTERVAL)),
 )
+# How each row sets its failure off (default: the LATE file).
+TRIGGERS = {"an accept length that falls with the traffic (another language)": start_other_language_traffic}
 
 
-def watched_failure(host, faults, extra):
-    """DDTREE deployed and watched (a probe each WATCH_INTERVAL s), then its late failure: the
-    seconds from the failure to the watch naming it, and to NEXTN healthy again."""
+def watched_failure(host, faults, extra, trigger=None):
+    """DDTREE deployed and watched (a probe each WATCH_INTERVAL s), then its late failure (the
+    LATE file, or `trigger(host)`): the seconds from the failure to the watch naming it, and to
+    NEXTN healthy again."""
     host.run("rm -f /etc/sglang/guard.json " + LATE)
     host.put("/etc/inferops-lab/faults.json", json.dumps(faults))
     proc = playbook("playbooks/deploy_ddtree.yml", [host.name], sglang_watch_duration=600,
                     sglang_watch_interval=WATCH_INTERVAL, sglang_retry_rolled_back=True, **extra)
     assert proc.returncode == 0, proc.stdout[-2000:]
     failed = time.time()
-    host.put(LATE, "")
+    if trigger:
+        trigger(host)
+    else:
+        host.put(LATE, "")
 
     def ended():
         out = host.run(["cat", "/etc/sglang/guard.json"], check=False)
         result = json.loads(out.stdout) if out.returncode == 0 else {}
         return result if result.get("reason") == "watch" and result.get("restored") else None
-    poll(ended, 300)
+    try:
+        poll(ended, 300)
+    finally:
+        stop_traffic(host)
     result = ended()
     assert result["healthy"], result
     host.run("rm -f /etc/inferops-lab/faults.json " + LATE)
@@ -487,10 +503,50 @@ def bench_watch():
     out = []
     for name, faults, extra, goal in WATCH_ROWS:
         reset_to_nextn([host])
-        runs = [watched_failure(host, faults, extra) for _rep in range(min(REPS, 3))]
+        runs = [watched_failure(host, faults, extra, TRIGGERS.get(name)) for _rep in range(min(REPS, 3))]
         out.append({"name": name, "goal": goal, "cause": runs[0]["cause"], "max": max(r["back"] for r in runs)} | {
             key: statistics.median(r[key] for r in runs) for key in ("named", "back", "restore")})
     return out
+
+
+SOAK_FLEET = {"ct129": "a6000", "ct200": "blackwell"}
+SOAK_S = 600
+
+
+def bench_soak():
+    """A clean soak: DDTREE on ct200, confirmed and watched for SOAK_S with production's probe
+    interval and limits, the play waiting for the watch (sglang_watch_wait), under the bounded
+    load through smg (its retries off: a failed request shows) in front of ct129 (NEXTN) and
+    ct200. Goal: 0 restores, 0 failed requests, the watch ends clean."""
+    names, hosts, addresses, placed, folder, _plain = fleet_on_nextn(SOAK_FLEET, "bench-soak-")
+    with gateway(addresses, folder / "smg.log") as url:
+        inventory = folder / "gateway.yml"
+        inventory.write_text(host_inventory(placed, gateway=url))
+        began = time.time()
+        with Load(url, limit=SOAK_S + 600) as load:
+            proc = playbook("playbooks/deploy_ddtree.yml", ["ct200"], inventory=inventory, sglang_watch_duration=SOAK_S,
+                            sglang_watch_wait=True, sglang_retry_rolled_back=True)
+        report = bench_report("ct200")
+        guarded = hosts[1].run(["cat", "/etc/sglang/guard.json"], check=False)
+        restores = int(guarded.returncode == 0 and json.loads(guarded.stdout).get("reason") == "watch")
+        result = {"rc": proc.returncode, "wall": time.time() - began, "sent": load.sent, "failed": load.failed,
+                  "errors": load.errors[:3], "latency": load.latencies(), "outcome": report["outcome"],
+                  "watch": report.get("watch") or {}, "restores": restores,
+                  "back_in_gateway": all_ready(url, len(names))}
+    for host in hosts:
+        host.run(RESET_SERVICE)
+    assert result["rc"] == 0 and result["watch"].get("outcome") == "clean", result
+    assert result["failed"] == 0 and result["restores"] == 0 and result["back_in_gateway"], result
+    return result
+
+
+def soak_lines(row):
+    return ["| soak: DDTREE watched for %d s (production's probe each 10 s and limits), the play waiting for the "
+            "watch, under the bounded load through smg (8 streams, retries off) in front of it and a NEXTN | watch "
+            "ended %s (%s); %d requests, %d failed, %d restores; p50 %.2f s, p95 %.2f s; %.0f s in all | goal: 0 "
+            "restores, 0 failed requests (no false alarm) |" % (
+                SOAK_S, row["watch"]["outcome"], row["watch"].get("said") or "-", row["sent"], row["failed"],
+                row["restores"], row["latency"]["p50"], row["latency"]["p95"], row["wall"])]
 
 
 def watch_lines(rows):
@@ -567,7 +623,8 @@ ROW_ORDER = {"detection": ("| failure detection,",), "rollback": ("| rollback ov
              "idempotent": ("| idempotent re-run",), "fleet": ("| fleet:", "| rolling deploy"),
              "journal": ("| journal classification",), "gateway": ("| gateway",),
              "guard": ("| the controller gone",), "startup": ("| start-up,",), "tune": ("| tune,",),
-             "forks": ("| forks held",), "group": ("| server group",), "watch": ("| the watch after the gates",)}
+             "forks": ("| forks held",), "group": ("| server group",), "watch": ("| the watch after the gates",),
+             "soak": ("| soak:",)}
 # The rows that are medians of BENCH_REPS runs (the fleet's: BENCH_FLEET_REPS; the others: one run).
 REPEATED = {"journal", "detection", "startup", "rollback", "guard", "idempotent", "watch"}
 ALL_ROWS = set(ROW_ORDER)
@@ -1156,6 +1213,7 @@ def main():
     tuned = progress("tune", bench_tune) if "tune" in only else None
     grouped = progress("group", bench_group) if "group" in only else None
     watched = progress("watch", bench_watch) if "watch" in only else None
+    soaked = progress("soak", bench_soak) if "soak" in only else None
     header = ("%s, %d cores, lab hosts ct129/ct200 and fleet01-16 (podman, systemd %s), medians of %d runs "
               "(fleet rows: %d). Produced by `make bench` (`python bench/bench.py`; env BENCH_REPS=%d "
               "BENCH_FLEET_REPS=%d)." % (started, os.cpu_count(), HOST.run("systemctl --version").stdout.split()[1],
@@ -1254,6 +1312,8 @@ def main():
         rows["group"] = group_lines(grouped)
     if watched:
         rows["watch"] = watch_lines(watched)
+    if soaked:
+        rows["soak"] = soak_lines(soaked)
     gateway_tail = ""
     if gateway_row:
         rows["gateway"] += gateway_lines(gateway_row)
