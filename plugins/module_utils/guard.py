@@ -898,7 +898,7 @@ def probe(record, journal, key):
     options = record["watch"]
     status = read_unit(record["unit"])
     said = {"time": time.time(), "unit": status["active_state"], "result": status["result"],
-            "diagnosis": journal.read(), "generation": None, "metrics": None}
+            "restarts": status["n_restarts"], "diagnosis": journal.read(), "generation": None, "metrics": None}
     if status["active_state"] == "active":
         said["generation"], said["generation_evidence"] = generation(options["url"], key, GENERATION_TIMEOUT)
         if options.get("metrics"):
@@ -919,6 +919,8 @@ def watch(state_dir, config_id, sleep=time.sleep):
     interval = float(options.get("interval") or thresholds["interval"])
     journal, state = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh()
     key = api_key(state_dir)   # (the server's, written by its deploy: it does not change while it runs)
+    # (systemd's automatic restarts so far: one after this is a crash, never a stop on purpose.)
+    restarts = read_unit(record["unit"])["n_restarts"]
     say("inferops.sglang guard (watch): watching %s until %s, a probe each %.0f s" % (
         variant, short_clock(float(record["until"])), interval))
     while True:
@@ -932,9 +934,9 @@ def watch(state_dir, config_id, sleep=time.sleep):
                 ended = end_watch(state_dir, CLEAN, "its time ran out with no breach")
             return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
         looked = probe(record, journal, key)
-        if watching.stopped_cleanly(looked):
+        if watching.stopped_cleanly(looked, restarts):
             with Locked(state_dir):
-                ended = end_watch(state_dir, SUPERSEDED, "%s was stopped cleanly at %s (a stop, not a failure): "
+                ended = end_watch(state_dir, SUPERSEDED, "%s was stopped cleanly at %s (a stop or a restart, not a failure): "
                                   "nothing restored" % (record["unit"], short_clock(looked["time"])))
             return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
         state, breach = watching.observe(state, looked, thresholds, options.get("baseline"))

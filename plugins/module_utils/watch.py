@@ -54,11 +54,15 @@ def fresh():
             "counts": []}
 
 
-def stopped_cleanly(probe):
-    """The unit was stopped on purpose - a stop job ended it cleanly (inactive, its result
-    success), not a failure: the watch ends and restores nothing, for whoever stopped it decides
-    what runs (a crash leaves the unit failed, or auto-restarting)."""
-    return probe.get("unit") == "inactive" and probe.get("result") == "success"
+def stopped_cleanly(probe, restarts):
+    """The unit was stopped or restarted on purpose - a stop job is ending it, or ended it, cleanly
+    (not running, its result still success: deactivating, inactive, or activating again after a
+    restart), not a failure: the watch ends and restores nothing, for whoever stopped it decides
+    what runs. A crash leaves the unit failed, or auto-restarting with the result that says how;
+    once systemd starts it again its result is success anew, but its NRestarts (`restarts`, as
+    the watch began) went up."""
+    return probe.get("unit") not in RUNNING and probe.get("result") == "success" and \
+        probe.get("restarts") == restarts
 
 
 def limits(given=None):

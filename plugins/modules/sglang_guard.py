@@ -673,9 +673,12 @@ def watch_problem(options):
 
 
 def begin_watch(params, pending):
-    """The confirmed switch's watch (watch.json), or None: none asked, or a server group's switch."""
+    """The confirmed switch's watch (watch.json), or None: none asked, a server group's switch, or
+    nothing to restore (a first deploy keeps no known-good: a watch could only name a failure)."""
     options = params["watch"]
     if not options or float(options["duration"]) <= 0 or pending.get("group"):
+        return None
+    if host_state.known_good_dir(params["state_dir"]) is None:
         return None
     return guard.begin_watch(params["state_dir"], pending, options, time.time())
 

@@ -116,15 +116,23 @@ def test_a_counter_that_went_down_starts_the_window_again():
     assert run(probes, interval=30.0) == (None, None)
 
 
-@pytest.mark.parametrize("unit, result, stopped", [
-    ("inactive", "success", True),
-    ("failed", "signal", False),
-    ("inactive", "exit-code", False),
-    ("activating", "signal", False),
-    ("active", "success", False),
-], ids=["a stop job ended it", "it crashed", "it exited with an error", "systemd restarts it", "it runs"])
-def test_a_unit_stopped_on_purpose_ends_the_watch_and_a_failure_does_not(unit, result, stopped):
-    assert watch.stopped_cleanly({"unit": unit, "result": result}) == stopped
+@pytest.mark.parametrize("unit, result, restarts, stopped", [
+    ("inactive", "success", 0, True),
+    ("deactivating", "success", 0, True),
+    ("activating", "success", 0, True),
+    ("failed", "signal", 0, False),
+    ("inactive", "exit-code", 0, False),
+    ("activating", "signal", 1, False),
+    ("activating", "success", 1, False),
+    ("deactivating", "timeout", 0, False),
+    ("active", "success", 0, False),
+    ("reloading", "success", 0, False),
+], ids=["a stop job ended it", "a stop job is ending it", "restarted by hand: starting again", "it crashed",
+        "it exited with an error", "systemd restarts it after a crash", "systemd starts it again after a crash",
+        "its stop timed out", "it runs", "it reloads"])
+def test_a_unit_stopped_on_purpose_ends_the_watch_and_a_failure_does_not(unit, result, restarts, stopped):
+    # (NRestarts was 0 as the watch began.)
+    assert watch.stopped_cleanly({"unit": unit, "result": result, "restarts": restarts}, 0) == stopped
 
 
 def test_thresholds_are_checked_by_name():

@@ -186,14 +186,20 @@ SWITCH = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "unit": "
           "group": None}
 
 
-@pytest.mark.parametrize("pending, watch, watched", [
-    (SWITCH, WATCH, True),
-    (SWITCH, dict(WATCH, duration=0.0), False),
-    (SWITCH, None, False),
-    (dict(SWITCH, group={"name": "ctg"}), WATCH, False),
-], ids=["a watch", "duration 0", "none asked", "a server group's switch (not watched yet)"])
-def test_the_confirmation_begins_the_watch_and_ends_the_switch(tmp_path, monkeypatch, pending, watch, watched):
+@pytest.mark.parametrize("pending, watch, known_good, watched", [
+    (SWITCH, WATCH, True, True),
+    (SWITCH, dict(WATCH, duration=0.0), True, False),
+    (SWITCH, None, True, False),
+    (dict(SWITCH, group={"name": "ctg"}), WATCH, True, False),
+    (SWITCH, WATCH, False, False),
+], ids=["a watch", "duration 0", "none asked", "a server group's switch (not watched yet)",
+        "a first deploy: no known-good to restore"])
+def test_the_confirmation_begins_the_watch_and_ends_the_switch(tmp_path, monkeypatch, pending, watch, known_good,
+                                                              watched):
     (tmp_path / guard.PENDING).write_text(json.dumps(pending))
+    if known_good:
+        (tmp_path / "known-good").mkdir()
+        (tmp_path / "known-good" / "meta.json").write_text(json.dumps({"variant": "nextn"}))
     ran = []
     monkeypatch.setattr(sglang_guard, "run", lambda module, *args: ran.append(args) or "")
     module = MagicMock(check_mode=False)
