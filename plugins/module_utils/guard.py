@@ -623,6 +623,24 @@ def back_in_rotation(state_dir, pending, result):
     return {"rejoined": None, "out_of_rotation_since": gateway.get("drained_at"), "rejoin_error": error}
 
 
+def controller_done(pending):
+    """The switch's controller is done with the host: its deploy lock (this run's) is released,
+    or was never known."""
+    lock = pending.get("lock") or {}
+    if not lock.get("path") or not lock.get("run_id"):
+        return True
+    return (host_state.read_json(lock["path"]) or {}).get("run_id") != lock["run_id"]
+
+
+def may_act(record, now):
+    """The watch acts on a breach once the deploy that confirmed the switch is done with the host
+    (its rejoin to the gateway and its record of what runs, which would undo the restore, come
+    after the confirmation), or once the grace after the watch began passed (that controller went
+    away)."""
+    grace = min(float(record.get("grace") or GRACE), GRACE_MAX)
+    return controller_done(record) or now - float(record["watch_started"]) >= grace
+
+
 def release_deploy_lock(pending):
     """The deploy lock of the switch's controller, which went away: released (with its marker,
     as deploy_lock does), so the next deploy needs no sglang_break_lock. True when released."""
@@ -917,7 +935,7 @@ def watch(state_dir, config_id, sleep=time.sleep):
     options, variant = record["watch"], (record.get("variant") or "?").upper()
     thresholds = watching.limits(options.get("limits"))
     interval = float(options.get("interval") or thresholds["interval"])
-    journal, state = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh()
+    journal, state, held = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh(), None
     key = api_key(state_dir)   # (the server's, written by its deploy: it does not change while it runs)
     # (systemd's automatic restarts so far: one after this is a crash, never a stop on purpose.)
     restarts = read_unit(record["unit"])["n_restarts"]
@@ -940,8 +958,10 @@ def watch(state_dir, config_id, sleep=time.sleep):
                                   "nothing restored" % (record["unit"], short_clock(looked["time"])))
             return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
         state, breach = watching.observe(state, looked, thresholds, options.get("baseline"))
-        if breach:
-            return act_on_breach(state_dir, record, breach)
+        # (A breach is kept - a journal line is read once - until the watch may act on it.)
+        held = held or breach
+        if held and may_act(record, looked["time"]):
+            return act_on_breach(state_dir, record, held)
 
 
 def breach_said(breach):

@@ -322,6 +322,22 @@ def write_record(module, state_dir, path, record):
     return result
 
 
+def record_deployed(module, params):
+    """deployed.json, unless the host's watch restored the known-good over this very configuration
+    already (a failure in the seconds after the confirmation): the restore wrote the known-good's
+    record, which stays. Under the guard's lock, as the watch's restore is."""
+    path = os.path.join(params["state_dir"], DEPLOYED)
+    if module.check_mode or not os.path.isdir(params["state_dir"]):
+        return write_record(module, params["state_dir"], path, params["deployed"])
+    with guard.Locked(params["state_dir"]):
+        watched = guard.read_watch(params["state_dir"]) or {}
+        if watched.get("config_id") == params["deployed"].get("config_id") and watched.get("outcome") == guard.RESTORED:
+            return dict(changed=False, changed_files=[], present=known_good_dir(params["state_dir"]) is not None,
+                        record=None, msg="the host's watch restored the known-good over this configuration already "
+                        "(%s): its record stays" % (watched.get("ended_why") or "a breach"))
+        return write_record(module, params["state_dir"], path, params["deployed"])
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -353,7 +369,7 @@ def main():
     elif params["known_good"] == "snapshot" or params["config"]:
         result = switch(module, params)
     elif params["deployed"] is not None:
-        result = write_record(module, params["state_dir"], os.path.join(params["state_dir"], DEPLOYED), params["deployed"])
+        result = record_deployed(module, params)
     else:
         result = write_record(module, params["state_dir"], rolled_back_path(params["state_dir"], params["config_id"]),
                               params["rolled_back"])

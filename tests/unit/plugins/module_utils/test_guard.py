@@ -580,19 +580,22 @@ def test_a_watch_begins_with_the_switchs_record_and_is_ended_once(tmp_path):
     assert "watch" not in summary and summary["said"] == guard.watch_said(ended), "no gateway key in the facts"
 
 
-def watched(tmp_path, monkeypatch, probes, until=T0 + 600):
+def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=None):
     """The follower's watch over `probes` (one per interval), the clock one interval per probe:
-    (its line, the breach it acted on or None, the probes taken)."""
-    guard.begin_watch(str(tmp_path), dict(PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
+    (its line, the breach it acted on or None, the probes taken). `during(n)` runs at probe n."""
+    guard.begin_watch(str(tmp_path), dict(pending or PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
     record = guard.read_watch(str(tmp_path))
     guard.write_json(str(tmp_path / guard.WATCH), dict(record, until=until))
     clock, taken, acted = [T0], [], []
     monkeypatch.setattr(guard.time, "time", lambda: clock[0])
     monkeypatch.setattr(guard, "WatchedJournal", lambda unit, since: None)
     monkeypatch.setattr(guard, "api_key", lambda state_dir: "")
+    monkeypatch.setattr(guard, "read_unit", lambda unit: {"n_restarts": 0})
 
     def probe(record, journal, key):
         taken.append(clock[0])
+        if during:
+            during(len(taken))
         return dict(probes[len(taken) - 1], time=clock[0])
     monkeypatch.setattr(guard, "probe", probe)
     monkeypatch.setattr(guard, "act_on_breach", lambda state_dir, record, breach: acted.append(breach) or "restored")
@@ -609,6 +612,31 @@ DEAD = {"unit": "active", "generation": "failed", "generation_evidence": "GET /h
 def test_the_watch_acts_on_the_probe_that_breaches(tmp_path, monkeypatch):
     line, breach, taken = watched(tmp_path, monkeypatch, [OK_PROBE, DEAD, DEAD, DEAD, OK_PROBE])
     assert line == "restored" and breach["cause"] == "generation_failed" and len(taken) == 4
+
+
+CRASHED = {"unit": "failed", "result": "signal", "restarts": 0,
+           "diagnosis": {"cause": "cuda_error", "rank": "TP0", "evidence": [{"match": "CUDA error: an illegal memory"}]}}
+
+
+@pytest.mark.parametrize("released_at, acted_at", [(None, 2), (1, 1), (2, 2)],
+                         ids=["its controller went away: after the grace", "the deploy already done",
+                              "the deploy done at the next probe"])
+def test_a_breach_waits_for_the_confirming_deploy_to_be_done_with_the_host(
+        tmp_path, monkeypatch, released_at, acted_at):
+    """The deploy that confirmed the switch rejoins the gateway and records what runs after the
+    confirmation: the watch's restore waits until its lock is released, or the grace (15 s) passed;
+    the breach found first is the one acted on."""
+    lock = tmp_path / "deploy.lock"
+    lock.write_text(json.dumps({"run_id": "r1"}))
+    pending = dict(PENDING, lock={"path": str(lock), "run_id": "r1"})
+
+    def release(probe_number):
+        if probe_number == released_at:
+            lock.unlink()
+    line, breach, taken = watched(tmp_path, monkeypatch, [CRASHED, dict(CRASHED, diagnosis=None), OK_PROBE],
+                                  pending=pending, during=release)
+    assert line == "restored" and len(taken) == acted_at
+    assert (breach["cause"], breach["time"]) == ("cuda_error", T0 + 10), breach
 
 
 def test_a_watch_with_no_breach_ends_clean_when_its_time_runs_out(tmp_path, monkeypatch):
@@ -631,6 +659,7 @@ def test_a_watch_another_ended_stops_without_acting(tmp_path, monkeypatch):
     monkeypatch.setattr(guard, "WatchedJournal", lambda unit, since: None)
     monkeypatch.setattr(guard, "api_key", lambda state_dir: "")
     monkeypatch.setattr(guard, "probe", superseded_after_two)
+    monkeypatch.setattr(guard, "read_unit", lambda unit: {"n_restarts": 0})
     line = guard.watch(str(tmp_path), "c0ffee", sleep=lambda s: None)
     assert line.endswith("the watch of DDTREE ended: the next deploy took it as the known-good at 12:14:00")
     assert guard.watch(str(tmp_path), "c0ffee", sleep=lambda s: None) is None, "no watch of it runs any more"

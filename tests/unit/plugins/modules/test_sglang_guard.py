@@ -194,8 +194,8 @@ SWITCH = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "unit": "
     (SWITCH, WATCH, False, False),
 ], ids=["a watch", "duration 0", "none asked", "a server group's switch (not watched yet)",
         "a first deploy: no known-good to restore"])
-def test_the_confirmation_begins_the_watch_and_ends_the_switch(tmp_path, monkeypatch, pending, watch, known_good,
-                                                              watched):
+def test_the_confirmation_begins_the_watch_and_ends_the_switch(
+        tmp_path, monkeypatch, pending, watch, known_good, watched):
     (tmp_path / guard.PENDING).write_text(json.dumps(pending))
     if known_good:
         (tmp_path / "known-good").mkdir()
