@@ -147,12 +147,13 @@ def crash_after_the_kill(host):
 # clients in a loop, each a 48-token /generate; what each request's meta_info says of its accept
 # length is printed to TRAFFIC_LOG.
 TRAFFIC_LOG = "/run/traffic.log"
+OTHER_LANGUAGE_PROMPT = "サーバーが二回再起動した理由を、ログを見ながら説明してください。"
 OTHER_LANGUAGE_TRAFFIC = r"""
 import json, os, threading, time, urllib.request
 def client():
     end = time.time() + 180
     while os.path.exists("/run/traffic-on") and time.time() < end:
-        body = json.dumps({"text": "サーバーが二回再起動した理由を、ログを見ながら説明してください。",
+        body = json.dumps({"text": "%s",
                            "sampling_params": {"max_new_tokens": 48}}).encode()
         req = urllib.request.Request("http://127.0.0.1:30000/generate", data=body, headers={
             "Content-Type": "application/json", "Authorization": "Bearer lab-api-key-not-secret"})
@@ -165,7 +166,7 @@ def client():
 threads = [threading.Thread(target=client) for _ in range(2)]
 [t.start() for t in threads]
 [t.join() for t in threads]
-"""
+""" % OTHER_LANGUAGE_PROMPT
 
 
 def start_other_language_traffic(host):

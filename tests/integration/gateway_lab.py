@@ -19,6 +19,9 @@ from tests.integration.labhost import labctl
 # before smg listens can connect the socket to itself (TCP simultaneous open), and the poll
 # reads its own request back as the answer.
 PORT = 31000
+# Each gateway of the tests listens on its own port and the next (its metrics), for the tests run
+# side by side on one address: test_gateway's PORT and PORT + 6 (retries on), test_server_group's
+# PORT + 2, test_watch's PORT + 4.
 CONCURRENCY = 8
 TOKENS = 24
 LOAD_LIMIT_S = 300   # a load never outlives a stuck deploy by more than this (unless it is given longer)
@@ -36,8 +39,9 @@ class Load:
     """CONCURRENCY streaming /generate requests at a time through the gateway, until stopped;
     each request's start, latency and error are kept."""
 
-    def __init__(self, url, settle=1.0, limit=LOAD_LIMIT_S):
+    def __init__(self, url, settle=1.0, limit=LOAD_LIMIT_S, prompt="the incident"):
         self.url, self.settle, self.limit, self.stop = url, settle, limit, threading.Event()
+        self.prompt = prompt   # (a row may change it while the load runs: the traffic turns)
         self.requests, self.lock = [], threading.Lock()
         self.threads = [threading.Thread(target=self.run, daemon=True) for _number in range(CONCURRENCY)]
 
@@ -63,7 +67,7 @@ class Load:
         return {"p50": percentile(done, 0.50), "p95": percentile(done, 0.95)}
 
     def one(self):
-        body = json.dumps({"text": "the incident", "sampling_params": {"max_new_tokens": TOKENS}, "stream": True}).encode()
+        body = json.dumps({"text": self.prompt, "sampling_params": {"max_new_tokens": TOKENS}, "stream": True}).encode()
         req = urllib.request.Request(self.url + "/generate", data=body, headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=30) as resp:
             text = resp.read().decode()

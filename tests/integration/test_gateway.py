@@ -174,7 +174,7 @@ def test_a_switch_and_a_canary_rollout_behind_the_gateway_fail_no_request_and_wi
 
 
 def watched_behind_a_retrying_gateway(fleet, host):
-    with gateway(fleet["addresses"], fleet["folder"] / "smg-retries.log", port=PORT + 2, retries=True) as url:
+    with gateway(fleet["addresses"], fleet["folder"] / "smg-retries.log", port=PORT + 6, retries=True) as url:
         fleet["inventories"]["retries"] = fleet["folder"] / "retries.yml"
         fleet["inventories"]["retries"].write_text(host_inventory(fleet["placed"], gateway=url))
         host.put("/etc/inferops-lab/faults.json", json.dumps({"crash_when_file": CRASH_FILE, "only_algorithm": "DDTREE"}))

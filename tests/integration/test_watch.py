@@ -1,20 +1,27 @@
 """The watch after the gates: a DDTREE switch on ct200 passes its gates and is confirmed, and the
-host goes on watching it by itself (sglang_watch_duration). When the server fails later - here a
-crash minutes into serving, an illegal memory access on rank 0 - the host names it and restores
-NEXTN, the known-good the switch kept, with no controller; status.yml says what the watch does and
-what it did, and the configuration is on the record as rolled back."""
+host goes on watching it by itself (sglang_watch_duration). When the server fails later - a crash,
+a hung scheduler, a rank that dies, traffic on which it is slower than NEXTN - the host names it
+and restores NEXTN, the known-good the switch kept, with no controller; status.yml says what the
+watch does and what it did, and the configuration is on the record as rolled back.
+
+Each row runs behind the real smg (its own retries on, as operators run it), in front of ct200
+and ct129 (NEXTN) on their lab addresses, under a bounded load through it: the watch takes ct200
+out of rotation before its restore and puts it back after; no request fails but those in flight
+on the failing server (sent before it died, or before it left the rotation)."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.integration.ansible_run import REPO, run_playbook
+from tests.integration.ansible_run import LAB_INVENTORY, REPO, run_playbook
 from tests.integration.deploying import (
-    CRASH_FILE, STATE, TRAFFIC_LOG, UNIT, deploy, healthy, report, reset_service, start_other_language_traffic,
-    stop_traffic, watch_restored)
+    CRASH_FILE, OTHER_LANGUAGE_PROMPT, STATE, UNIT, healthy, main_process_exited, report, reset_service, watch_restored)
+from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, host_inventory
+from tests.integration.labhost import labctl
 
 pytestmark = pytest.mark.xdist_group("watch")
 
@@ -24,25 +31,51 @@ WATCHED = {"sglang_watch_duration": 600, "sglang_watch_interval": INTERVAL_S}
 RESTORED_WITHIN_S = 120
 
 
+CLASSES = {"ct200": "blackwell", "ct129": "a6000"}
+# The inventory of the module's hosts behind its gateway (written by `serving`).
+BEHIND = {}
+
+
+def deploy(playbook, host, **extra_vars):
+    """A playbook on `host`, as the inventory behind the gateway places it."""
+    return run_playbook("playbooks/%s.yml" % playbook, limit=host.name, extra_vars=extra_vars or None,
+                        inventory=(LAB_INVENTORY, BEHIND["inventory"]))
+
+
 @pytest.fixture(scope="module")
-def serving(lab):
-    host = lab["ct200"]
-    reset_service(host)
-    host.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
-    assert deploy("deploy_nextn", host).returncode == 0
-    yield host
-    host.run("rm -f /etc/inferops-lab/faults.json " + CRASH_FILE)
-    reset_service(host)
+def serving(lab, tmp_path_factory):
+    """ct200 and ct129 on NEXTN on their lab addresses, behind smg with its retries on."""
+    hosts = [lab[name] for name in CLASSES]
+    addresses = dict((name, labctl("address", name).stdout.strip()) for name in CLASSES)
+    placed = dict((name, (addresses[name], CLASSES[name])) for name in CLASSES)
+    folder = tmp_path_factory.mktemp("watch")
+    for host in hosts:
+        reset_service(host)
+    plain = folder / "plain.yml"
+    plain.write_text(host_inventory(placed))
+    proc = run_playbook("playbooks/deploy_nextn.yml", limit=",".join(CLASSES), extra_vars={"sglang_serial": 0},
+                        inventory=(LAB_INVENTORY, str(plain)))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    try:
+        with gateway(addresses, folder / "smg.log", port=PORT + 4, retries=True) as url:
+            BEHIND["inventory"] = str(folder / "gateway.yml")
+            (folder / "gateway.yml").write_text(host_inventory(placed, gateway=url))
+            yield {"host": lab["ct200"], "gateway": url}
+    finally:
+        for host in hosts:
+            reset_service(host)
 
 
 @pytest.fixture
 def nextn(serving):
-    """NEXTN serving, healthy, no fault, and the guard's last word of an earlier row gone."""
-    host = serving
+    """NEXTN serving on ct200, healthy and in rotation, no fault, and the guard's last word of an
+    earlier row gone."""
+    host = serving["host"]
     host.run("rm -f /etc/inferops-lab/faults.json %s %sguard.json" % (CRASH_FILE, STATE))
     if not (healthy(host) and "NEXTN" in host.run(["cat", UNIT]).stdout):
         assert deploy("deploy_nextn", host).returncode == 0
-    return host
+    assert all_ready(serving["gateway"], 2)
+    return serving
 
 
 def status(host):
@@ -61,14 +94,42 @@ def watching_ddtree(host):
     return record if record and not record.get("ended") and record["variant"] == "ddtree" else None
 
 
-def watched_then_failed(host, faults, extra, name, wait=False, trigger=None):
-    """DDTREE deployed with the watch on and confirmed, its late failure set off (the row's file):
-    the watch's result once its restore ended, checked to have brought NEXTN back, intact and true.
-    With `wait` the play waits for the watch (sglang_watch_wait): the failure is set off while it
-    waits, and its report says how the watch ended. `trigger` sets the failure off instead of the
-    crash file."""
+def watched_then_failed(serving, faults, extra, name, wait=False, trigger=None):
+    """DDTREE deployed with the watch on and confirmed under the load through the gateway, its late
+    failure set off (the row's file, or `trigger(load)`): the watch's result once its restore ended,
+    checked to have brought NEXTN back, intact, true and in rotation, with no request failed but
+    those in flight on the failing server. With `wait` the play waits for the watch
+    (sglang_watch_wait): the failure is set off while it waits, and its report says how it ended."""
+    host = serving["host"]
     kg_unit = host.run(["cat", UNIT]).stdout
     host.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
+    with Load(serving["gateway"]) as load:
+        result, failed_at = failed_and_restored(host, load, extra, wait, trigger)
+        host.wait_for(lambda: all_ready(serving["gateway"], 2), 60, 0.5, "ct200 back in rotation")
+    # Out of the rotation from the moment it died (a crash), or the watch drained it (a server
+    # that lives on): what failed was sent before.
+    died = main_process_exited(host, failed_at - 1) or float("inf")
+    gone = min(died, result["pending"]["gateway"]["drained_at"])
+    late = load.failed_after(gone)
+    named_in, back_in = result["time"] - failed_at, result["time"] + result["seconds"] - failed_at
+    print("\n%s -> named by the watch: %.1f s; the known-good healthy again: %.1f s; through smg: sent %d, failed %d, "
+          "sent after the server failed and failed %d" % (name, named_in, back_in, load.sent, load.failed, len(late)))
+    with open(REPO / "build" / "watch-rows.tsv", "a") as table:
+        table.write("%s\t%s\t%.1f\t%.1f\t%d/%d\n" % (
+            name, result["breach"]["cause"], named_in, back_in, load.failed, load.sent))
+    assert not late and load.sent > 20, (load.sent, load.failed, late[:3])
+    assert result["healthy"] and result["restored"] == "nextn" and result["rejoined"], result
+    # NEXTN serves from the known-good the switch kept, which is intact; the watch ended with its restore.
+    assert "NEXTN" in host.run(["cat", UNIT]).stdout and healthy(host)
+    assert host.run(["cat", STATE + "known-good/sglang.service"]).stdout == kg_unit
+    assert json.loads(host.run(["cat", STATE + "deployed.json"]).stdout)["variant"] == "nextn"
+    assert watch_record(host)["outcome"] == "restored"
+    return result
+
+
+def failed_and_restored(host, load, extra, wait, trigger):
+    """The watched deploy, the failure set off once the watch runs, and the watch's restore:
+    (guard.json's result, when the failure was set off)."""
     with ThreadPoolExecutor(1) as pool:
         deploying = pool.submit(deploy, "deploy_ddtree", host, **dict(WATCHED, sglang_watch_wait=wait, **extra))
         if wait:
@@ -82,7 +143,7 @@ def watched_then_failed(host, faults, extra, name, wait=False, trigger=None):
         assert "the host's watch: watching DDTREE until " in status(host)
         failed_at = time.time()
         if trigger:
-            trigger()
+            trigger(load)
         else:
             host.put(CRASH_FILE, "")
         proc = deploying.result()
@@ -93,18 +154,7 @@ def watched_then_failed(host, faults, extra, name, wait=False, trigger=None):
         assert proc.returncode != 0 and "the watch restored NEXTN at " in said, said[-3000:]
         ended = report(host)["watch"]
         assert (ended["outcome"], ended["restored"]) == ("restored", "nextn"), ended
-    result = host.wait_for(lambda: watch_restored(host), RESTORED_WITHIN_S, 0.5, "the watch's restore")
-    named_in, back_in = result["time"] - failed_at, result["time"] + result["seconds"] - failed_at
-    print("\n%s -> named by the watch: %.1f s; the known-good healthy again: %.1f s" % (name, named_in, back_in))
-    with open(REPO / "build" / "watch-rows.tsv", "a") as table:
-        table.write("%s\t%s\t%.1f\t%.1f\n" % (name, result["breach"]["cause"], named_in, back_in))
-    assert result["healthy"] and result["restored"] == "nextn", result
-    # NEXTN serves from the known-good the switch kept, which is intact; the watch ended with its restore.
-    assert "NEXTN" in host.run(["cat", UNIT]).stdout and healthy(host)
-    assert host.run(["cat", STATE + "known-good/sglang.service"]).stdout == kg_unit
-    assert json.loads(host.run(["cat", STATE + "deployed.json"]).stdout)["variant"] == "nextn"
-    assert watch_record(host)["outcome"] == "restored"
-    return result
+    return host.wait_for(lambda: watch_restored(host), RESTORED_WITHIN_S, 0.5, "the watch's restore"), failed_at
 
 
 def test_a_server_that_crashes_after_its_gates_is_named_and_replaced_by_the_hosts_watch(nextn):
@@ -112,10 +162,10 @@ def test_a_server_that_crashes_after_its_gates_is_named_and_replaced_by_the_host
     result = watched_then_failed(nextn, {"crash_when_file": CRASH_FILE}, {}, "a crash after the settle window")
     assert result["breach"]["cause"] == "cuda_error" and result["breach"]["rank"] == "TP0", result["breach"]
     assert "an illegal memory access was encountered" in result["breach"]["evidence"]
-    said = status(nextn)
+    said = status(nextn["host"])
     assert "the watch restored NEXTN at " in said and ": cuda_error on TP0 (" in said, said[-2000:]
     # On the record as rolled back: a re-run of exactly this DDTREE is not retried.
-    again = deploy("deploy_ddtree", nextn, **WATCHED)
+    again = deploy("deploy_ddtree", nextn["host"], **WATCHED)
     assert again.returncode != 0 and "configuration was rolled back on" in " ".join(again.stdout.split())
 
 
@@ -146,26 +196,23 @@ def test_a_rank_that_dies_late_is_named_with_torchs_rank_and_replaced(nextn):
     assert (breach["cause"], breach["rank"]) == ("cuda_error", "TP3"), breach
     assert breach["evidence"].startswith("[rank3]:[E") and "Process group watchdog thread terminated" in \
         breach["evidence"], breach
-    journal = nextn.run(["journalctl", "-u", "sglang.service", "--no-pager", "-o", "cat"]).stdout
+    journal = nextn["host"].run(["journalctl", "-u", "sglang.service", "--no-pager", "-o", "cat"]).stdout
     assert "Subprocess scheduler_3 (pid=" in journal and "crashed with exit code -6" in journal
 
 
 def test_an_accept_length_that_falls_with_the_traffic_is_named_from_the_metrics_and_replaced(nextn):
     # DDTREE passes its gates on the gate's English prompts (about 1.7x NEXTN on Blackwell), then
-    # its traffic turns to another language, where its drafter - trained apart from the model -
-    # accepts little, while NEXTN's own MTP layer would keep most (lab/sglang_sim/speculative.py).
-    # SGLang's /metrics (--enable-metrics) carry the accept length; the watch projects the speed
-    # from it and restores NEXTN once it stays under 0.9x NEXTN's for the row's 6 s window.
-    try:
-        result = watched_then_failed(
-            nextn, {}, {"sglang_retry_rolled_back": True, "sglang_service_extra_args": {"enable_metrics": True},
-                        "sglang_watch_limits": {"speed_window": 6}},
-            "an accept length that falls with the traffic (another language)",
-            trigger=lambda: start_other_language_traffic(nextn))
-    finally:
-        stop_traffic(nextn)
+    # the traffic through the gateway turns to another language, where its drafter - trained apart
+    # from the model - accepts little, while NEXTN's own MTP layer would keep most
+    # (lab/sglang_sim/speculative.py). SGLang's /metrics (--enable-metrics) carry the accept
+    # length; the watch projects the speed from it and restores NEXTN once it stays under 0.9x
+    # NEXTN's for the row's 6 s window. The server lives on: no request may fail at all.
+    result = watched_then_failed(
+        nextn, {}, {"sglang_retry_rolled_back": True, "sglang_service_extra_args": {"enable_metrics": True},
+                    "sglang_watch_limits": {"speed_window": 6}},
+        "an accept length that falls with the traffic (another language)",
+        trigger=lambda load: setattr(load, "prompt", OTHER_LANGUAGE_PROMPT))
     breach = result["breach"]
-    assert breach["cause"] == "slower_than_known_good" and breach["evidence"].startswith("accept length 1."), breach
-    assert breach["why"].startswith("slower than the known-good for "), breach
-    said = nextn.run(["cat", TRAFFIC_LOG]).stdout.split()
-    assert said and "error" not in said[:4], said[:20]
+    assert breach["cause"] == "slower_than_known_good", breach
+    accept = float(re.match(r"accept length ([\d.]+) ", breach["evidence"]).group(1))
+    assert accept < 3.0 and breach["why"].startswith("slower than the known-good for "), breach
