@@ -702,3 +702,41 @@ def test_a_gateway_that_answers_badly_never_holds_the_watchs_restore_back(monkey
     assert guard.drain(record).startswith("http://198.18.7.1:38000 could not be reached: ")
     assert record["gateway"]["worker_url"] == "http://198.18.7.2:30000", "put back after the restore all the same"
     assert guard.drain({"watch": {}}) is None, "no gateway: nothing to drain"
+
+
+@pytest.mark.parametrize("now_running, healthy_again, breach", [
+    ("inv1", None, None),
+    ("inv2", (True, None), None),
+    ("inv2", (False, "sglang.service did not answer 200 on http://127.0.0.1:30000 within 600 s"),
+     "not_healthy_after_restart"),
+], ids=["the server the watch began with", "started again after a reboot, healthy", "started again, never healthy"])
+def test_a_watch_taken_up_after_a_reboot_waits_for_the_servers_new_start(monkeypatch, now_running, healthy_again,
+                                                                         breach):
+    record = dict(PENDING, unit="sglang.service", invocation="inv1", timeout=600, settle=20, watch=WATCH_OPTIONS)
+    waited = []
+    monkeypatch.setattr(guard, "read_unit", lambda unit: {"invocation_id": now_running, "n_restarts": 0})
+    monkeypatch.setattr(guard, "wait_healthy", lambda *args: waited.append(args) or healthy_again)
+    monkeypatch.setattr(guard, "say", lambda line: None)
+    found = guard.restarted_since(record, "k")
+    assert (found or {}).get("cause") == breach and bool(waited) == (now_running != "inv1")
+    if waited:
+        assert waited[0] == ("sglang.service", "http://127.0.0.1:30000", "k", 600.0, 20.0)
+    if breach:
+        assert found["why"].startswith("it did not come back healthy after it started again: sglang.service did not")
+
+
+@pytest.mark.parametrize("until, ended, resumed", [(T0 + 600, False, True), (T0 + 600, True, False),
+                                                   (T0 - 1, False, False)],
+                         ids=["a watch that runs", "a watch that ended", "a watch whose time ran out while down"])
+def test_the_boot_takes_up_a_watch_that_runs(tmp_path, monkeypatch, until, ended, resumed):
+    guard.begin_watch(str(tmp_path), dict(PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
+    guard.write_json(str(tmp_path / guard.WATCH), dict(guard.read_watch(str(tmp_path)), until=until))
+    if ended:
+        guard.end_watch(str(tmp_path), guard.CLEAN, "its time ran out with no breach")
+    started = []
+    monkeypatch.setattr(guard, "systemctl", lambda *args: started.append(args))
+    monkeypatch.setattr(guard.time, "time", lambda: T0 + 60)
+    line = guard.resume_watch(str(tmp_path), "sglang.service")
+    assert bool(line) == resumed and (started == [("start", "--no-block", "sglang-guard-follow.service")]) == resumed
+    if resumed:
+        assert line == "inferops.sglang guard (boot): the watch of DDTREE runs until 12:23:20: its follower takes it up"
