@@ -937,13 +937,10 @@ def watch(state_dir, config_id, sleep=time.sleep):
     interval = float(options.get("interval") or thresholds["interval"])
     journal, state, held = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh(), None
     key = api_key(state_dir)   # (the server's, written by its deploy: it does not change while it runs)
-    say("inferops.sglang guard (watch): watching %s until %s, a probe each %.0f s" % (
-        variant, short_clock(float(record["until"])), interval))
-    started_again = restarted_since(record, key)
-    if started_again:
-        return act_on_breach(state_dir, record, started_again)
     # (systemd's automatic restarts so far: one after this is a crash, never a stop on purpose.)
     restarts = read_unit(record["unit"])["n_restarts"]
+    say("inferops.sglang guard (watch): watching %s until %s, a probe each %.0f s" % (
+        variant, short_clock(float(record["until"])), interval))
     while True:
         sleep(interval)
         now_record = read_watch(state_dir)
@@ -965,22 +962,6 @@ def watch(state_dir, config_id, sleep=time.sleep):
         held = held or breach
         if held and may_act(record, looked["time"]):
             return act_on_breach(state_dir, record, held)
-
-
-def restarted_since(record, key):
-    """A watch taken up again (the host rebooted: its boot unit started the follower) finds the
-    server started anew: it waits for it to be healthy and settled, as the gate does, before its
-    probes go on. None when it is (or the unit runs what the watch began with), else the breach."""
-    if not record.get("invocation") or read_unit(record["unit"])["invocation_id"] == record["invocation"]:
-        return None
-    say("inferops.sglang guard (watch): %s started again since the watch began (a reboot): waiting for it to be "
-        "healthy" % record["unit"])
-    ok, error = wait_healthy(record["unit"], record["watch"]["url"], key, float(record.get("timeout") or 600),
-                             float(record.get("settle") or 0))
-    if ok:
-        return None
-    return watching.found(watching.NOT_HEALTHY_AGAIN, {"time": time.time()}, error, None,
-                          "it did not come back healthy after it started again: %s" % error)
 
 
 def breach_said(breach):
@@ -1088,16 +1069,6 @@ def follower_runs(pending):
     return systemctl("is-active", follower_unit(pending["unit"]))[1] == "active"
 
 
-def resume_watch(state_dir, unit):
-    """At boot, with no switch pending: a watch that still runs is taken up by the follower."""
-    record = read_watch(state_dir)
-    if not watching_now(record) or time.time() >= float(record["until"]):
-        return None
-    systemctl("start", "--no-block", follower_unit(unit))
-    return "inferops.sglang guard (boot): the watch of %s runs until %s: its follower takes it up" % (
-        (record.get("variant") or "?").upper(), short_clock(float(record["until"])))
-
-
 def main(argv):
     """The guard units' entry point (the launcher sglang_guard writes calls it): (exit code, line)."""
     state_dir, reason = "/etc/sglang", DEADLINE
@@ -1112,9 +1083,5 @@ def main(argv):
         return 0, follow(state_dir)
     if reason == DEADLINE and follower_runs(read_pending(state_dir)):
         return 0, "inferops.sglang guard (deadline): the follower speaks for this node of the server group; it acts"
-    if reason == BOOT and read_pending(state_dir) is None:
-        resumed = resume_watch(state_dir, (read_watch(state_dir) or {}).get("unit"))
-        if resumed:
-            return 0, resumed
     # (A run that raised exits non-zero: systemd runs it again, and the switch is still pending.)
     return 0, act(state_dir, reason)

@@ -32,7 +32,6 @@ DEFAULTS = {"interval": 10.0, "generation_failures": 3, "error_rate": 0.5, "erro
 CLEAN, RESTORED, SUPERSEDED = "clean", "restored", "superseded"
 
 UNIT_DOWN = "server_exited"
-NOT_HEALTHY_AGAIN = "not_healthy_after_restart"   # (a watch taken up after a reboot)
 GENERATION = "generation_failed"
 ERRORS = "requests_failing"   # (SGLang counts them as aborted: failed, timed out or given up by their client)
 SLOWER = "slower_than_known_good"

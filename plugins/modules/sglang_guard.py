@@ -54,9 +54,7 @@ description:
     C(/metrics) when it exports them) and on a breach (see the C(limits)) restores the known-good the switch kept,
     through the switch's one restore, the worker out of the gateway's rotation meanwhile. It says what it did in
     C(guard.json) and the journal, and what it does in C(watch.json). A new switch, or the next deploy's snapshot
-    of the running service as the known-good, ends it; a reboot does not (the guard's boot unit takes it up, and
-    it first waits for the server's new start to be healthy). A server group's switch is not watched yet, nor a
-    first deploy's (no known-good to restore).
+    of the running service as the known-good, ends it. A server group's switch is not watched yet.
   - The rollback is the guard's restore too - O(phase=restore) hands it to the host (the rollback's own arm), whose
     follower starts it at once and finishes it whether the controller stays or goes; O(state=read) with O(wait)
     then waits for it and returns its result as the rollback's (RV(ended), RV(rollback)). One restore, one meaning
@@ -659,10 +657,8 @@ def disarm(module, params):
         watched = begin_watch(params, pending)
         guard.end_pending(params["state_dir"], params["unit"], run=lambda *args: run(module, *args))
         if watched:
-            # (The switch's follower watches it; one that is not running - it died - starts. The
-            # boot unit stays enabled while the watch runs: after a reboot it takes the watch up.)
+            # (The switch's follower watches it; one that is not running - it died - starts.)
             run(module, "start", "--no-block", guard.follower_unit(params["unit"]))
-            run(module, "enable", guard.guard_units(params["unit"])[2])
     return dict(changed=True, pending=pending, fired=None, said=None,
                 watching_until=guard.clock(watched["until"]) if watched else None)
 
@@ -684,9 +680,7 @@ def begin_watch(params, pending):
         return None
     if host_state.known_good_dir(params["state_dir"]) is None:
         return None
-    # (What the unit runs now: a watch taken up after a reboot first waits for the server's new start.)
-    invocation = guard.read_unit(params["unit"])["invocation_id"]
-    return guard.begin_watch(params["state_dir"], dict(pending, invocation=invocation), options, time.time())
+    return guard.begin_watch(params["state_dir"], pending, options, time.time())
 
 
 def hold(params, pending):

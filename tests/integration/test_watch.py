@@ -17,12 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.integration import deploying
 from tests.integration.ansible_run import LAB_INVENTORY, REPO, run_playbook
 from tests.integration.deploying import (
     CRASH_FILE, OTHER_LANGUAGE_PROMPT, STATE, UNIT, healthy, main_process_exited, report, reset_service, watch_restored)
 from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, host_inventory
-from tests.integration.labhost import labctl, podman
+from tests.integration.labhost import labctl
 
 pytestmark = pytest.mark.xdist_group("watch")
 
@@ -217,34 +216,3 @@ def test_an_accept_length_that_falls_with_the_traffic_is_named_from_the_metrics_
     assert breach["cause"] == "slower_than_known_good", breach
     accept = float(re.match(r"accept length ([\d.]+) ", breach["evidence"]).group(1))
     assert accept < 3.0 and breach["why"].startswith("slower than the known-good for "), breach
-
-
-def test_a_reboot_does_not_end_the_watch_and_a_crash_after_it_is_replaced(nextn):
-    """The host reboots (its container stopped and started) while DDTREE is watched: the guard's
-    boot unit takes the watch up, which waits for DDTREE's new start to be healthy, then goes on;
-    a crash after the reboot is named and NEXTN restored. (Deployed on the lab's own addresses,
-    without the gateway: a container's address is its network's to give again.)"""
-    host = nextn["host"]
-    host.put("/etc/inferops-lab/faults.json", json.dumps({"crash_when_file": CRASH_FILE, "only_algorithm": "DDTREE"}))
-    proc = deploying.deploy("deploy_ddtree", host, sglang_retry_rolled_back=True, **WATCHED)
-    assert proc.returncode == 0 and watching_ddtree(host), proc.stdout[-3000:]
-    before = deploying.invocation(host)
-    podman("stop", "-t", "5", host.container)
-    podman("start", host.container)
-    host.wait_for(lambda: host.run("systemctl is-system-running", check=False).stdout.strip() in ("running", "degraded"),
-                  180, 0.5, "the host's boot")
-
-    def taken_up():
-        said = host.run(["journalctl", "-u", "sglang-guard-follow.service", "-b", "--no-pager", "-o", "cat"],
-                        check=False).stdout
-        return "started again since the watch began (a reboot): waiting for it to be healthy" in said
-    host.wait_for(taken_up, 120, 0.5, "the boot to take the watch up")
-    assert deploying.invocation(host) != before and watching_ddtree(host), watch_record(host)
-    # Once DDTREE's new start is healthy the probes go on: the crash is named and NEXTN restored.
-    host.wait_for(lambda: healthy(host), 120, 0.5, "DDTREE healthy again")
-    crashed_at = time.time()
-    host.put(CRASH_FILE, "")
-    result = host.wait_for(lambda: watch_restored(host), RESTORED_WITHIN_S, 0.5, "the watch's restore")
-    assert result["breach"]["cause"] == "cuda_error" and result["time"] >= crashed_at, result["breach"]
-    assert result["healthy"] and "NEXTN" in host.run(["cat", UNIT]).stdout and healthy(host)
-    print("\nafter a reboot: the watch named the crash %.1f s after it" % (result["time"] - crashed_at))
