@@ -596,16 +596,50 @@ def restore(state_dir, pending, sleep=time.sleep, link=None):
     return dict(said, restored=name, healthy=ok, error=error, unit=target, seconds=round(time.monotonic() - started, 1))
 
 
-def rejoin(gateway, worker_key):
+# Seconds the rejoin waits for a removal still draining in the gateway to end, and then for the
+# gateway to route to the worker added again.
+REJOIN_WAIT = 30.0
+
+
+def rejoin(gateway, worker_key, sleep=time.sleep):
     """Put the worker drained for the switch back into the gateway's rotation, as sglang_gateway
-    does (smg's POST /workers; 409: it is there already): None, or why it could not."""
+    does: a removal still draining in the gateway ends first (smg answers POST /workers with 409
+    while the old entry is there, and then drops it), then POST /workers, until it routes to the
+    worker. None, or why it could not."""
     body = dict({"url": gateway["worker_url"]}, **({"api_key": worker_key} if worker_key else {}))
     headers = dict({"Content-Type": "application/json"}, **bearer(gateway.get("api_key")))
     try:
+        if not gateway_waits(gateway, headers, lambda worker: worker is None or gateway_rules.in_rotation(worker),
+                             sleep):
+            return "%s still drained %s after %.0f s" % (gateway["url"], gateway["worker_url"], REJOIN_WAIT)
+        if gateway_rules.in_rotation(worker_entry(gateway, headers)):
+            return None
         status, _body = http_call("POST", gateway["url"].rstrip("/") + "/workers", headers, json.dumps(body))
-    except HTTP_ERRORS as exc:
+        if status not in (200, 201, 202, 409):
+            return "%s answered HTTP %d to POST /workers" % (gateway["url"], status)
+        if not gateway_waits(gateway, headers, gateway_rules.in_rotation, sleep):
+            return "%s did not route to %s within %.0f s of POST /workers" % (
+                gateway["url"], gateway["worker_url"], REJOIN_WAIT)
+    except HTTP_ERRORS + (KeyError,) as exc:
         return "%s could not be reached: %s" % (gateway["url"], exc)
-    return None if status in (200, 201, 202, 409) else "%s answered HTTP %d to POST /workers" % (gateway["url"], status)
+    return None
+
+
+def worker_entry(gateway, headers):
+    """The gateway's entry for the worker (smg's GET /workers), or None."""
+    _status, listing = gateway_call("GET", gateway["url"], "/workers", headers)
+    return gateway_rules.find_worker(listing, gateway["worker_url"])
+
+
+def gateway_waits(gateway, headers, done, sleep):
+    """Look at the worker's entry until done(entry), at most REJOIN_WAIT seconds: whether it was."""
+    deadline, pause = time.monotonic() + REJOIN_WAIT, 0.2
+    while not done(worker_entry(gateway, headers)):
+        if time.monotonic() >= deadline:
+            return False
+        sleep(pause)
+        pause = min(pause * 1.5, 2.0)
+    return True
 
 
 def back_in_rotation(state_dir, pending, result):
@@ -980,8 +1014,7 @@ def drain(record):
     headers = bearer(gateway.get("api_key"))
     record["gateway"] = dict(gateway, drained_at=time.time())
     try:
-        _status, listing = gateway_call("GET", gateway["url"], "/workers", headers)
-        worker = gateway_rules.find_worker(listing, gateway["worker_url"])
+        worker = worker_entry(gateway, headers)
         if worker is not None:
             gateway_call("DELETE", gateway["url"], "/workers/%s" % worker["id"], headers)
     except HTTP_ERRORS + (KeyError,) as exc:

@@ -258,18 +258,29 @@ def test_said_tells_whether_the_worker_is_back_behind_its_gateway(extra, tail):
 
 
 def test_the_guard_puts_the_drained_worker_back_as_sglang_gateway_does(tmp_path):
-    """A real HTTP server answers POST /workers as smg does (202; then a 500): the body names the
-    worker and its API key, the gateway's key goes in the header; a failure is said."""
+    """A real HTTP server answers GET and POST /workers as smg does (202, and the worker listed
+    ready; then a 500): the body names the worker and its API key, the gateway's key goes in the
+    header; a failure is said."""
     import http.server
     import threading
 
-    seen, answers = [], [202, 500]
+    seen, answers, listed = [], [202, 500], []
 
     class Gateway(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            body = json.dumps({"workers": listed}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def do_POST(self):  # noqa: N802 - http.server's name
             seen.append((self.path, self.headers.get("Authorization"),
                          json.loads(self.rfile.read(int(self.headers["Content-Length"])))))
-            self.send_response(answers.pop(0))
+            status = answers.pop(0)
+            if status == 202:
+                listed.append({"id": "w1", "url": seen[-1][2]["url"], "is_healthy": True, "status": "ready"})
+            self.send_response(status)
             self.end_headers()
 
         def log_message(self, *args):
@@ -284,6 +295,7 @@ def test_the_guard_puts_the_drained_worker_back_as_sglang_gateway_does(tmp_path)
         assert guard.back_in_rotation(str(tmp_path), pending, {"healthy": True}) == {
             "rejoined": "http://198.18.7.2:30000"}
         assert seen[0] == ("/workers", "Bearer gw-key", {"url": "http://198.18.7.2:30000", "api_key": "worker-key"})
+        listed.clear()   # (dropped again)
         failed = guard.back_in_rotation(str(tmp_path), pending, {"healthy": True})
         assert failed["rejoined"] is None and failed["out_of_rotation_since"] == T0
         assert failed["rejoin_error"].endswith("answered HTTP 500 to POST /workers")
@@ -702,3 +714,35 @@ def test_a_gateway_that_answers_badly_never_holds_the_watchs_restore_back(monkey
     assert guard.drain(record).startswith("http://198.18.7.1:38000 could not be reached: ")
     assert record["gateway"]["worker_url"] == "http://198.18.7.2:30000", "put back after the restore all the same"
     assert guard.drain({"watch": {}}) is None, "no gateway: nothing to drain"
+
+
+DRAINING = {"id": "w1", "url": "http://198.18.0.5:30000", "is_healthy": True, "status": "draining"}
+READY = dict(DRAINING, status="ready")
+
+
+@pytest.mark.parametrize("entries, posted, error", [
+    ([DRAINING, DRAINING, None, None, READY], True, None),
+    ([None, None, READY], True, None),
+    ([READY, READY], False, None),
+    ([DRAINING] * 200, False, "still drained"),
+    ([None] * 200, True, "did not route to"),
+], ids=["a removal still draining ends first", "gone: added, then routed", "in rotation already",
+        "a removal that never ends", "added, never routed"])
+def test_the_watchs_rejoin_waits_for_the_gateways_removal_then_for_its_route(monkeypatch, entries, posted, error):
+    """smg answers POST /workers with 409 while the removal of the drained entry is under way, and
+    then drops the entry: the rejoin waits for the removal to end, adds the worker, and waits until
+    the gateway routes to it."""
+    seen, calls, clock = list(entries), [], [0.0]
+
+    def listing(method, base, path, headers):
+        entry = seen.pop(0) if len(seen) > 1 else seen[0]   # (the last stays)
+        return 200, {"workers": [entry] if entry else []}
+    monkeypatch.setattr(guard, "gateway_call", listing)
+    monkeypatch.setattr(guard, "http_call", lambda method, url, headers, body: calls.append((method, url)) or (202, b""))
+    monkeypatch.setattr(guard.time, "monotonic", lambda: clock[0])
+
+    def sleep(seconds):
+        clock[0] += seconds
+    said = guard.rejoin({"url": "http://gw:31000", "worker_url": "http://198.18.0.5:30000"}, None, sleep=sleep)
+    assert (said is None) == (error is None) and (error is None or error in said), said
+    assert (calls == [("POST", "http://gw:31000/workers")]) == posted, calls
