@@ -20,7 +20,7 @@ import pytest
 from tests.integration.ansible_run import LAB_INVENTORY, REPO, run_playbook
 from tests.integration.deploying import (
     CRASH_FILE, OTHER_LANGUAGE_PROMPT, STATE, UNIT, healthy, main_process_exited, report, reset_service, watch_restored)
-from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, host_inventory
+from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, host_inventory, workers
 from tests.integration.labhost import labctl
 
 pytestmark = pytest.mark.xdist_group("watch")
@@ -105,7 +105,7 @@ def watched_then_failed(serving, faults, extra, name, wait=False, trigger=None):
     host.put("/etc/inferops-lab/faults.json", json.dumps(dict(faults, only_algorithm="DDTREE")))
     with Load(serving["gateway"]) as load:
         result, failed_at = failed_and_restored(host, load, extra, wait, trigger)
-        host.wait_for(lambda: all_ready(serving["gateway"], 2), 60, 0.5, "ct200 back in rotation")
+        in_rotation(host, serving["gateway"])
     # Out of the rotation from the moment it died (a crash), or the watch drained it (a server
     # that lives on): what failed was sent before.
     died = main_process_exited(host, failed_at - 1) or float("inf")
@@ -120,11 +120,25 @@ def watched_then_failed(serving, faults, extra, name, wait=False, trigger=None):
     assert not late and load.sent > 20, (load.sent, load.failed, late[:3])
     assert result["healthy"] and result["restored"] == "nextn" and result["rejoined"], result
     # NEXTN serves from the known-good the switch kept, which is intact; the watch ended with its restore.
-    assert "NEXTN" in host.run(["cat", UNIT]).stdout and healthy(host)
+    assert "NEXTN" in host.run(["cat", UNIT]).stdout and healthy(host) and serves_nextn(host)
     assert host.run(["cat", STATE + "known-good/sglang.service"]).stdout == kg_unit
     assert json.loads(host.run(["cat", STATE + "deployed.json"]).stdout)["variant"] == "nextn"
     assert watch_record(host)["outcome"] == "restored"
     return result
+
+
+def in_rotation(host, url):
+    """Both workers back behind the gateway, ready; else what the gateway says of them."""
+    try:
+        host.wait_for(lambda: all_ready(url, 2), 60, 0.5, "ct200 back in rotation")
+    except AssertionError as exc:
+        raise AssertionError("%s: the gateway's workers %s" % (exc, workers(url))) from None
+
+
+def serves_nextn(host):
+    """The server that runs is NEXTN's (its process's command line), not only its files."""
+    main = host.show("sglang.service", "MainPID")["MainPID"]
+    return "--speculative-algorithm NEXTN" in host.run(["cat", "/proc/%s/cmdline" % main]).stdout.replace("\0", " ")
 
 
 def failed_and_restored(host, load, extra, wait, trigger):
