@@ -10,7 +10,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import random
 
 # A fixed prompt set, so two measurements of two variants load the server the same way.
 # Mixed lengths and topics; speculative decoding's accept length depends on the text.
@@ -34,29 +33,6 @@ PROMPTS = (
 )
 
 APIS = ("generate", "chat")
-
-
-def to_send(count, prompts=None, traffic=None, max_new_tokens=128):
-    """The `count` requests of a measurement, as (prompt, max_new_tokens): the user's `traffic`
-    ({prompt, max_new_tokens}) or the `prompts` (else PROMPTS) with one length, taken in order and
-    cycled. A request of the traffic given only by its length gets a prompt of that many words."""
-    if traffic:
-        items = [(t.get("prompt") or " ".join(["the"] * int(t.get("input_tokens") or 1)), int(t["max_new_tokens"]))
-                 for t in traffic]
-    else:
-        items = [(p, max_new_tokens) for p in (prompts or PROMPTS)]
-    return [items[i % len(items)] for i in range(count)]
-
-
-def arrival_times(count, rate, seed=0):
-    """When each of `count` requests starts, in seconds from the first, at `rate` requests per
-    second: a Poisson process (exponential gaps), as SGLang's bench_serving --request-rate sends
-    them. Seeded, so that two variants measured at one rate get the same arrivals."""
-    rng, now, times = random.Random(seed), 0.0, []
-    for _number in range(count):
-        times.append(now)
-        now += rng.expovariate(rate)
-    return times
 
 
 def auth_headers(headers, api_key):

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from ansible_collections.inferops.sglang.plugins.module_utils import sglang_bench
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     PROMPTS, accept_length, auth_headers, chunk_tokens, percentile, ratio, request_body, sse_payload, summarize,
 )
@@ -123,17 +122,3 @@ def test_auth_headers_do_not_change_the_callers_dict():
 
 def test_prompt_set_is_fixed_and_distinct():
     assert len(PROMPTS) == 16 and len(set(PROMPTS)) == 16
-
-
-def test_the_requests_to_send_cycle_the_traffic_or_the_prompts():
-    traffic = [{"prompt": "a b", "max_new_tokens": 8}, {"prompt": None, "input_tokens": 3, "max_new_tokens": 2}]
-    assert sglang_bench.to_send(3, traffic=traffic) == [("a b", 8), ("the the the", 2), ("a b", 8)]
-    assert sglang_bench.to_send(2, prompts=["x"], max_new_tokens=5) == [("x", 5), ("x", 5)]
-    assert sglang_bench.to_send(1) == [(sglang_bench.PROMPTS[0], 128)]
-
-
-def test_arrivals_are_a_seeded_poisson_process_at_the_rate():
-    times = sglang_bench.arrival_times(2000, 4.0)
-    assert times[0] == 0.0 and times == sorted(times) and times == sglang_bench.arrival_times(2000, 4.0)
-    assert 2000 / times[-1] == pytest.approx(4.0, rel=0.08)
-    assert sglang_bench.arrival_times(3, 4.0, seed=1) != sglang_bench.arrival_times(3, 4.0, seed=2)
