@@ -60,6 +60,7 @@ class Store:
         self.replies = {}          # rank -> queue of its lines after `hello`
         self.joined = threading.Event()
         self.barriers = {}
+        self.lost = None           # the first remote rank whose connection closed after the join
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("0.0.0.0", port))
@@ -74,7 +75,7 @@ class Store:
 
     def client(self, conn):
         reader = conn.makefile("r")
-        rank = None
+        rank, peer = None, conn.getpeername()[:2]
         for line in reader:
             word, arg = (line.strip().split(" ", 1) + [""])[:2]
             if word == "hello":
@@ -99,6 +100,18 @@ class Store:
                 self.replies[rank].put(word)
         if rank is not None and rank in self.replies:
             self.replies[rank].put("eof")
+            if self.joined.is_set() and rank not in self.local_ranks and self.lost is None:
+                # (Its process ended, so its kernel closed the connection: gloo's next send or
+                # receive on TP0's CPU group fails at once. A peer cut off the network sends no
+                # FIN: nothing arrives here, and the collective hangs, as forward_remote's does.)
+                self.lost = peer
+
+    def peer_lost(self):
+        """gloo's error on TP0 once a remote rank's process is gone (its connection closed), or None."""
+        if self.lost is None:
+            return None
+        return GroupError(["RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+                           "Connection closed by peer [%s]:%d" % self.lost])
 
     def broadcast(self, line):
         for conn in self.conns.values():
@@ -112,13 +125,16 @@ class Store:
         return sorted(r for r in self.conns if r not in self.local_ranks)
 
     def forward_remote(self):
-        """One step on the other nodes' ranks. A rank that died or whose network is cut never
-        answers: the collective hangs, as NCCL's does (its watchdog is far longer than any
-        health check)."""
+        """One step on the other nodes' ranks. A rank whose process ended fails it with gloo's
+        error (peer_lost); one whose network is cut never answers: the collective hangs, as
+        NCCL's does (its watchdog is far longer than any health check)."""
         for rank in self.remote():
             send_line(self.conns[rank], "forward")
         for rank in self.remote():
-            if self.replies[rank].get() != "done":
+            reply = self.replies[rank].get()
+            if reply == "eof" and self.peer_lost() is not None:
+                raise self.peer_lost()
+            if reply != "done":
                 while True:
                     time.sleep(3600)
 

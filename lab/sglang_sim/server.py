@@ -340,17 +340,36 @@ class Server:
             return
         self.event_loop(rank, conn)
 
+    def next_message(self, conn):
+        """The next batch the main process sends. Node 0's TP0 of a server group broadcasts on
+        its CPU group at each turn of the loop (scheduler.py recv_requests, broadcast_pyobj over
+        gloo), batch or not: a remote rank whose process ended fails it at once with gloo's
+        error, which the scheduler logs before it SIGQUITs the main process."""
+        while self.store is not None and not conn.poll(0.2):
+            lost = self.store.peer_lost()
+            if lost is not None:
+                self.group_failed(lost)
+                while True:
+                    time.sleep(3600)
+        return conn.recv()
+
+    @staticmethod
+    def group_failed(exc):
+        """The scheduler's process group failed while serving (gloo's error in recv_requests): it
+        logs the exception and SIGQUITs the main process, which kills the tree."""
+        Log.line("Scheduler hit an exception: " + "\n".join(traceback_lines(
+            [("sglang/srt/managers/scheduler.py", 3011, "run_scheduler_process"),
+             ("sglang/srt/managers/scheduler.py", 1204, "event_loop_normal"),
+             ("sglang/srt/managers/scheduler.py", 1391, "recv_requests")], exc.lines[0])))
+        os.kill(os.getppid(), signal.SIGQUIT)
+
     def follow(self, conn):
         """A non-zero node's scheduler: it runs node 0's batches until the ShutdownReq; a lost
         rank 0 fails it (gloo's error), and its launcher kills the node's tree."""
         try:
             self.member.follow()
         except group.GroupError as exc:
-            Log.line("Scheduler hit an exception: " + "\n".join(traceback_lines(
-                [("sglang/srt/managers/scheduler.py", 3011, "run_scheduler_process"),
-                 ("sglang/srt/managers/scheduler.py", 1204, "event_loop_normal"),
-                 ("sglang/srt/managers/scheduler.py", 1391, "recv_requests")], exc.lines[0])))
-            os.kill(os.getppid(), signal.SIGQUIT)
+            self.group_failed(exc)
 
     def scheduler_init(self, rank):
         args = self.args
@@ -538,7 +557,7 @@ class Server:
         forwards = 0
         while True:
             try:
-                message = conn.recv()
+                message = self.next_message(conn)
             except EOFError:
                 while True:
                     time.sleep(3600)
@@ -556,7 +575,12 @@ class Server:
                     self.store.shutdown_remote()
                 sys.exit(0)
             if self.store:
-                self.store.forward_remote()
+                try:
+                    self.store.forward_remote()
+                except group.GroupError as exc:
+                    self.group_failed(exc)
+                    while True:
+                        time.sleep(3600)
             conn.send("done")
 
     # --- serving ---------------------------------------------------------------------

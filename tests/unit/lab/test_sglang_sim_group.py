@@ -150,3 +150,15 @@ def test_node_failing_to_load_stalls_rank_0_and_a_lost_rank_0_fails_node_1(nodes
     os.killpg(face2.proc.pid, signal.SIGKILL)   # rank 0 dies without its ShutdownReq
     wait_until("node 1 fails", lambda: peer2.proc.poll() is not None)
     assert "Connection closed by peer" in peer2.text()
+
+
+def test_a_peer_node_that_dies_while_serving_fails_rank_0_with_gloos_error(nodes):
+    """Node 1's processes die minutes into serving (their kernel closes their connections): TP0's
+    next broadcast on its gloo CPU group fails at once, batch or not, and node 0's server exits."""
+    peer = nodes(1)
+    face = nodes(0)
+    wait_until("the group serves", lambda: face.health() == 200)
+    os.killpg(peer.proc.pid, signal.SIGKILL)
+    wait_until("node 0 exits", lambda: face.proc.poll() is not None)
+    text = face.text()
+    assert "TP0] Scheduler hit an exception:" in text and "Connection closed by peer [" in text, text[-2000:]
