@@ -83,6 +83,9 @@ DEADLINE, BOOT, FOLLOW, ROLLBACK, GROUP = "deadline", "boot", "follow", "rollbac
 # The watch after the gates (watch.json, written as the deploy confirms the switch): the follower
 # goes on probing the confirmed server and restores the known-good on a breach (module_utils/watch).
 WATCH, WATCHED = "watch.json", "watch"
+# A server group's node other than rank 0 holds its confirmation's watch options in its switch's
+# record (sglang_guard hold) until rank 0's guard says the group's switch is confirmed.
+HELD_WATCH = "held_watch"
 CLEAN, RESTORED, SUPERSEDED = watching.CLEAN, watching.RESTORED, watching.SUPERSEDED
 # The phases of a switch a new server's failure is judged in: its gate, and a server group's node
 # the controller confirmed (HELD: until rank 0, confirmed last, confirms the group).
@@ -780,7 +783,11 @@ def group_failing(pending, word, rank, why, kind):
 
 def confirm_with_the_group(state_dir, pending, why):
     """A server group's node whose rank 0 confirmed the switch (the group's, confirmed last): the
-    guard ends as the controller's own confirmation would. The caller holds the lock."""
+    guard ends as the controller's own confirmation would, and the watch its confirmation asked
+    for (held in the switch's record until now) begins. The caller holds the lock."""
+    options = pending.get(HELD_WATCH)
+    if options:
+        begin_watch(state_dir, dict((k, v) for k, v in pending.items() if k != HELD_WATCH), options, time.time())
     end_pending(state_dir, pending["unit"])
     return "inferops.sglang guard (group): %s; confirmed" % why
 
@@ -958,11 +965,12 @@ def probe(record, journal, key):
     return said
 
 
-def watch(state_dir, config_id, sleep=time.sleep):
+def watch(state_dir, config_id, sleep=time.sleep, link=None):
     """The follower, once the deploy confirmed the switch `config_id` with a watch: a probe each
     interval until the watch's time runs out (ended clean), its record is ended by another (a new
-    switch), or a breach, which restores the known-good (act_on_breach). Returns the line it says,
-    or None when no watch of this switch runs."""
+    switch), or a breach, which restores the known-good (act_on_breach). A server group's node
+    keeps its guards' `link` while it watches: its breach restores every node, and another node's
+    restores it. Returns the line it says, or None when no watch of this switch runs."""
     record = read_watch(state_dir)
     if not watching_now(record, config_id):
         return None
@@ -976,7 +984,9 @@ def watch(state_dir, config_id, sleep=time.sleep):
     say("inferops.sglang guard (watch): watching %s until %s, a probe each %.0f s" % (
         variant, short_clock(float(record["until"])), interval))
     while True:
-        sleep(interval)
+        heard = word_within(link, interval, sleep)
+        if heard:
+            return act_on_breach(state_dir, record, group_breach(record, heard), link, told=True)
         now_record = read_watch(state_dir)
         if not watching_now(now_record, config_id):
             return "inferops.sglang guard (watch): the watch of %s ended: %s" % (
@@ -995,7 +1005,37 @@ def watch(state_dir, config_id, sleep=time.sleep):
         # (A breach is kept - a journal line is read once - until the watch may act on it.)
         held = held or breach
         if held and may_act(record, looked["time"]):
-            return act_on_breach(state_dir, record, held)
+            return act_on_breach(state_dir, record, held, link)
+
+
+# The watch of a server group's node hears its link this often between its probes.
+HEAR_EVERY = 0.5
+
+
+def word_within(link, interval, sleep):
+    """Wait one probe interval; a server group's node listens to its link meanwhile: the word
+    that makes it restore (another node's restore, or a node's failure at rank 0's), or None."""
+    if link is None:
+        sleep(interval)
+        return None
+    waited = 0.0
+    while True:
+        heard = link.next_word()
+        if heard and heard[0] in (guard_link.RESTORE, guard_link.FAILED):
+            return heard
+        if waited >= interval:
+            return None
+        step = min(HEAR_EVERY, interval - waited)
+        sleep(step)
+        waited += step
+
+
+def group_breach(record, heard):
+    """Another node's word as this node's watch says it: the group restores as one."""
+    word, rank, why, kind = heard
+    named = group_failing(record, word, rank, why, kind)
+    return {"cause": "group_node_failed", "time": named["since"], "evidence": why or None, "rank": None,
+            "why": named["why"]}
 
 
 def breach_said(breach):
@@ -1029,10 +1069,12 @@ def gateway_call(method, base, path, headers):
     return status, json.loads(body.decode("utf-8")) if body.strip().startswith(b"{") else None
 
 
-def act_on_breach(state_dir, record, breach):
+def act_on_breach(state_dir, record, breach, link=None, told=False):
     """The watch's breach: under the guard's lock, the worker out of rotation, the switch's one
     restore (the known-good the deploy kept), back in rotation, the configuration on the record
-    as rolled back, and the watch ended. Returns the line it says."""
+    as rolled back, and the watch ended. A server group's node (`link`) tells the other nodes
+    first, unless the breach is what one told it (`told`), and its restore waits at the group's
+    barrier, as the switch's does. Returns the line it says."""
     with Locked(state_dir):
         if not watching_now(read_watch(state_dir), record["config_id"]):
             return "inferops.sglang guard (watch): the watch ended meanwhile; nothing to do"
@@ -1041,8 +1083,10 @@ def act_on_breach(state_dir, record, breach):
                   "healthy": False, "restored": None, "unit": record.get("unit"), "error": UNFINISHED}
         write_json(os.path.join(state_dir, RESULT), result)
         say("inferops.sglang guard (watch): %s: the host restores the known-good" % why)
+        if link is not None:
+            result["group_told"] = tell_the_group(link, GROUP if told else WATCHED, why, True)
         result["drain_error"] = drain(record)
-        result.update(restore(state_dir, record))
+        result.update(restore(state_dir, record, link=link))
         result.update(back_in_rotation(state_dir, record, result), lock_released=False)
         remember_failure(state_dir, record, {"why": why, "cause": breach["cause"]})
         write_json(os.path.join(state_dir, RESULT), result)
@@ -1062,7 +1106,15 @@ def follow(state_dir, poll=FOLLOW_POLL):
                 told = relay_confirmation(link, last, state_dir)
                 # (A confirmed switch with a watch: this follower watches it; one started with no
                 # switch pending takes up a watch that runs, as after its own restart.)
-                watched = watch(state_dir, last["config_id"] if last else (read_watch(state_dir) or {}).get("config_id"))
+                watched = watch(state_dir, last["config_id"] if last else (read_watch(state_dir) or {}).get("config_id"),
+                                link=link)
+                if watched and read_pending(state_dir):
+                    # A rollback's arm ended the watch and handed its restore over: this follower
+                    # takes it up (the arm only starts one that is not running), on a link of its own.
+                    say(watched)
+                    link = close_link(link)
+                    first_new, failing, last = None, None, None
+                    continue
                 return watched or "inferops.sglang guard (follow): the switch ended (confirmed or rolled back)%s; " \
                     "nothing to do" % ("; told ranks %s it is the group's" % ", ".join(map(str, told)) if told else "")
             if last is None:
@@ -1078,7 +1130,8 @@ def follow(state_dir, poll=FOLLOW_POLL):
                     say("inferops.sglang guard (follow): %s" % why)
             heard = link.next_word() if link is not None else None
             if heard and heard[0] == guard_link.CONFIRMED:
-                return confirmed_by_rank_0(state_dir, pending["config_id"])
+                confirmed = confirmed_by_rank_0(state_dir, pending["config_id"])
+                return watch(state_dir, pending["config_id"], link=link) or confirmed
             if heard:
                 return act(state_dir, GROUP, group_failing(pending, *heard), link=link)
             now = time.time()
@@ -1090,8 +1143,14 @@ def follow(state_dir, poll=FOLLOW_POLL):
                 return act(state_dir, FOLLOW, failing, link=link, spoke=spoke)
             time.sleep(poll)
     finally:
-        if link is not None:
-            link.close()
+        close_link(link)
+
+
+def close_link(link):
+    """The server group's link closed (rank 0's port freed); None, the link it leaves."""
+    if link is not None:
+        link.close()
+    return None
 
 
 def follower_runs(pending):

@@ -54,7 +54,11 @@ description:
     C(/metrics) when it exports them) and on a breach (see the C(limits)) restores the known-good the switch kept,
     through the switch's one restore, the worker out of the gateway's rotation meanwhile. It says what it did in
     C(guard.json) and the journal, and what it does in C(watch.json). A new switch, or the next deploy's snapshot
-    of the running service as the known-good, ends it. A server group's switch is not watched yet.
+    of the running service as the known-good, ends it.
+  - A server group's nodes are watched as one - each node's follower keeps its link to the others while it watches
+    (rank 0's listening on O(group_port) until its watch ends), and a breach on any node (its unit, its journal,
+    rank 0's generations) makes every node restore, each stopping before any starts. A node other than rank 0
+    begins its watch once rank 0's guard says the group's switch is confirmed.
   - The rollback is the guard's restore too - O(phase=restore) hands it to the host (the rollback's own arm), whose
     follower starts it at once and finishes it whether the controller stays or goes; O(state=read) with O(wait)
     then waits for it and returns its result as the rollback's (RV(ended), RV(rollback)). One restore, one meaning
@@ -125,7 +129,8 @@ options:
     type: dict
   group_port:
     description: The TCP port rank 0's guard listens on at rank 0's address for the other nodes' guards, while a
-      switch is pending (O(server_group) only). It must be free on rank 0 and reachable from every node.
+      switch is pending and while it is watched (O(server_group) only). It must be free on rank 0 and reachable
+      from every node.
     type: int
     default: 30097
   group_key:
@@ -385,6 +390,8 @@ rollback:
   type: dict
 watching_until:
   description: Until when the host watches the confirmed server (disarmed with O(watch)), in UTC; null when it does not.
+    A server group's node other than rank 0 (O(hold)) begins its watch once rank 0's guard says the group's switch
+    is confirmed, a moment later.
   returned: when disarmed
   type: str
   sample: "2026-12-03 12:34:31 UTC"
@@ -653,7 +660,7 @@ def disarm(module, params):
         if fired or pending is None:
             return dict(changed=False, pending=pending, fired=fired, said=guard.said(fired) if fired else None)
         if params["hold"] and pending.get("group"):
-            return hold(params, pending)
+            return hold(params, pending, watch_options(params))
         watched = begin_watch(params, pending)
         guard.end_pending(params["state_dir"], params["unit"], run=lambda *args: run(module, *args))
         if watched:
@@ -672,27 +679,35 @@ def watch_problem(options):
     return None
 
 
-def begin_watch(params, pending):
-    """The confirmed switch's watch (watch.json), or None: none asked, a server group's switch, or
-    nothing to restore (a first deploy keeps no known-good: a watch could only name a failure)."""
+def watch_options(params):
+    """The watch the confirmation asks for, or None: none asked, or nothing to restore (a first
+    deploy keeps no known-good: a watch could only name a failure)."""
     options = params["watch"]
-    if not options or float(options["duration"]) <= 0 or pending.get("group"):
+    if not options or float(options["duration"]) <= 0:
         return None
     if host_state.known_good_dir(params["state_dir"]) is None:
         return None
-    return guard.begin_watch(params["state_dir"], pending, options, time.time())
+    return options
 
 
-def hold(params, pending):
+def begin_watch(params, pending):
+    """The confirmed switch's watch (watch.json), or None (watch_options)."""
+    options = watch_options(params)
+    return guard.begin_watch(params["state_dir"], pending, options, time.time()) if options else None
+
+
+def hold(params, pending, options):
     """A server group's node other than rank 0, confirmed: its guard holds the switch (phase held)
-    until rank 0's guard says the group's is confirmed. The caller holds the guard's lock."""
+    until rank 0's guard says the group's is confirmed; the watch `options` begin then (the
+    follower's). The caller holds the guard's lock."""
     if pending.get("phase") == guard.HELD:
         return dict(changed=False, pending=pending, fired=None, said=None)
-    held = dict(pending, phase=guard.HELD)
+    held = dict(pending, phase=guard.HELD, **({guard.HELD_WATCH: options} if options else {}))
     guard.write_json(os.path.join(params["state_dir"], guard.PENDING), held, 0o600)
     return dict(changed=True, pending=held, fired=None, said=None,
-                msg="%s: confirmed; its guard holds until rank 0 of server group %s is confirmed"
-                    % (params["unit"], pending["group"]["name"]))
+                watching_until=guard.clock(time.time() + float(options["duration"])) if options else None,
+                msg="%s: confirmed; its guard holds until rank 0 of server group %s is confirmed%s"
+                    % (params["unit"], pending["group"]["name"], ", and watches it then" if options else ""))
 
 
 def read(module, params):
@@ -735,7 +750,8 @@ def watched(module, params):
         record = guard.read_watch(params["state_dir"])
         if record and record.get("config_id") != params["config_id"]:
             record = None   # (another switch's: this one's was ended by it, and is gone)
-        if not guard.watching_now(record) or time.monotonic() >= until or module.check_mode:
+        # (A server group's held node begins its watch once rank 0's guard confirms the group.)
+        if not (guard.watching_now(record) or watch_held(params)) or time.monotonic() >= until or module.check_mode:
             break
         time.sleep(pause)
         pause = min(pause * 1.5, 5.0)
@@ -746,6 +762,12 @@ def watched(module, params):
         if (result.get("pending") or {}).get("config_id") == params["config_id"]:
             summary.update(said=guard.said(result), restored=result.get("restored"))
     return dict(changed=False, pending=None, fired=None, watch=summary, said=(summary or {}).get("said"))
+
+
+def watch_held(params):
+    """This node's switch `config_id` is held with a watch to begin at rank 0's confirmation."""
+    pending = guard.read_pending(params["state_dir"]) or {}
+    return pending.get("config_id") == params["config_id"] and bool(pending.get(guard.HELD_WATCH))
 
 
 def mark_said(module, params):

@@ -610,7 +610,7 @@ def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=
             during(len(taken))
         return dict(probes[len(taken) - 1], time=clock[0])
     monkeypatch.setattr(guard, "probe", probe)
-    monkeypatch.setattr(guard, "act_on_breach", lambda state_dir, record, breach: acted.append(breach) or "restored")
+    monkeypatch.setattr(guard, "act_on_breach", lambda state_dir, record, breach, link=None, told=False: acted.append(breach) or "restored")
 
     def sleep(seconds):
         clock[0] += seconds
@@ -746,3 +746,99 @@ def test_the_watchs_rejoin_waits_for_the_gateways_removal_then_for_its_route(mon
     said = guard.rejoin({"url": "http://gw:31000", "worker_url": "http://198.18.0.5:30000"}, None, sleep=sleep)
     assert (said is None) == (error is None) and (error is None or error in said), said
     assert (calls == [("POST", "http://gw:31000/workers")]) == posted, calls
+
+
+# -- a server group's watch: its nodes watched as one ---------------------------------------------
+
+class QuietLink(object):
+    """A node's link to the group's other guards, saying `words` once `after` waits passed."""
+
+    def __init__(self, is_hub, words=(), after=0):
+        self.is_hub, self.words, self.after, self.said = is_hub, list(words), after, []
+
+    def next_word(self):
+        if self.after > 0:
+            self.after -= 1
+            return None
+        return self.words.pop(0) if self.words else None
+
+    def say(self, word, why="", kind=""):
+        self.said.append((word, why, kind))
+        return [1] if self.is_hub else [0]
+
+
+def test_a_group_nodes_watch_hears_its_link_between_probes(monkeypatch):
+    slept = []
+    assert guard.word_within(None, 10.0, slept.append) is None and slept == [10.0]
+    slept = []
+    link = QuietLink(False, [(guard_link.CONFIRMED, 0, "x", ""), (guard_link.RESTORE, 0, "oom", "follow")], after=3)
+    assert guard.word_within(link, 10.0, slept.append) == (guard_link.RESTORE, 0, "oom", "follow")
+    assert slept == [guard.HEAR_EVERY] * 4, "heard within its half-second steps, a confirmation ignored"
+    slept = []
+    assert guard.word_within(QuietLink(True), 2.0, slept.append) is None and sum(slept) == 2.0
+
+
+GROUP_PENDING = dict(SPOKE_PENDING, config_id="c0ffee", unit="sglang.service")
+
+
+@pytest.mark.parametrize("is_hub, heard, told, said", [
+    (False, (guard_link.RESTORE, 0, "peer_died on TP0 (Connection closed by peer)", "follow"), True, []),
+    (True, (guard_link.FAILED, 1, "the unit is failed", "follow"), True, [guard_link.RESTORE]),
+], ids=["a node rank 0 tells: it restores, and says nothing back",
+        "rank 0 a node tells it failed: it makes every node restore"])
+def test_a_word_of_the_group_makes_a_watching_node_restore_as_one(tmp_path, monkeypatch, is_hub, heard, told, said):
+    guard.begin_watch(str(tmp_path), GROUP_PENDING, WATCH_OPTIONS, T0)
+    link, restored = QuietLink(is_hub, [heard], after=5), []
+    monkeypatch.setattr(guard, "read_unit", lambda unit: {"n_restarts": 0})
+    monkeypatch.setattr(guard, "api_key", lambda state_dir: "")
+    monkeypatch.setattr(guard, "WatchedJournal", lambda unit, since: None)
+    monkeypatch.setattr(guard, "probe", lambda record, journal, key: dict(OK_PROBE, time=T0))
+    monkeypatch.setattr(guard, "restore", lambda state_dir, record, link=None: restored.append(link) or
+                        {"healthy": True, "restored": "nextn", "seconds": 3.0})
+    monkeypatch.setattr(guard, "remember_failure", lambda *args: None)
+    line = guard.watch(str(tmp_path), "c0ffee", sleep=lambda s: None, link=link)
+    assert restored == [link], "the restore waits at the group's barrier"
+    assert [word for word, _why, _kind in link.said] == said
+    result = guard.read_result(str(tmp_path))
+    assert result["breach"]["cause"] == "group_node_failed" and result["reason"] == guard.WATCHED, result
+    node = "ct200 (rank 0)" if not is_hub else "ctg1 (rank 1)"
+    assert result["why"].startswith(node) and line.startswith("inferops.sglang guard (watch): the watch restored NEXTN")
+    assert guard.read_watch(str(tmp_path))["outcome"] == guard.RESTORED
+
+
+def test_a_nodes_own_breach_tells_the_group_before_it_restores(tmp_path, monkeypatch):
+    guard.begin_watch(str(tmp_path), GROUP_PENDING, WATCH_OPTIONS, T0)
+    link = QuietLink(False)
+    monkeypatch.setattr(guard, "drain", lambda record: None)
+    monkeypatch.setattr(guard, "restore", lambda state_dir, record, link=None: {"healthy": True, "restored": "nextn"})
+    monkeypatch.setattr(guard, "remember_failure", lambda *args: None)
+    breach = {"cause": "server_exited", "time": T0, "evidence": "the unit is failed", "rank": None,
+              "why": "the server exited, its journal naming no cause"}
+    guard.act_on_breach(str(tmp_path), guard.read_watch(str(tmp_path)), breach, link)
+    assert link.said == [(guard_link.FAILED, "the server exited, its journal naming no cause (the unit is failed)",
+                          guard.FOLLOW)]
+
+
+def test_a_held_node_begins_its_watch_when_rank_0_confirms_the_group(tmp_path, monkeypatch):
+    monkeypatch.setattr(guard, "systemctl", lambda *args: (0, ""))
+    held = dict(GROUP_PENDING, phase=guard.HELD, held_watch=WATCH_OPTIONS)
+    (tmp_path / guard.PENDING).write_text(json.dumps(held))
+    assert guard.confirmed_by_rank_0(str(tmp_path), "c0ffee").endswith("; confirmed")
+    record = guard.read_watch(str(tmp_path))
+    assert guard.watching_now(record, "c0ffee") and record["group"]["node_rank"] == 1 and "held_watch" not in record
+    assert not (tmp_path / guard.PENDING).exists()
+
+
+def test_a_rollback_that_ends_the_watch_is_taken_up_by_the_watching_follower(tmp_path, monkeypatch):
+    """rollback.yml during a watch: its arm ends the watch and hands its restore over, and only
+    starts a follower that is not running - so the watching one takes the restore up."""
+    guard.begin_watch(str(tmp_path), dict(PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
+
+    def rollback_arrives(state_dir, config_id, sleep=None, link=None):
+        guard.write_json(os.path.join(state_dir, guard.PENDING), dict(ARMED, phase=guard.RESTORE_PHASE))
+        return "inferops.sglang guard (watch): the watch of DDTREE ended: a rollback began at 12:15:00"
+    acted = []
+    monkeypatch.setattr(guard, "watch", rollback_arrives)
+    monkeypatch.setattr(guard, "read_unit", lambda unit: status("old"))
+    monkeypatch.setattr(guard, "act", lambda state_dir, reason, failing=None, **kw: acted.append(reason) or "restored")
+    assert guard.follow(str(tmp_path), poll=0.01) == "restored" and acted == [guard.DEADLINE]

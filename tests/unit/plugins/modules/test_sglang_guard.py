@@ -190,9 +190,9 @@ SWITCH = {"config_id": "c0ffee", "variant": "ddtree", "phase": "gate", "unit": "
     (SWITCH, WATCH, True, True),
     (SWITCH, dict(WATCH, duration=0.0), True, False),
     (SWITCH, None, True, False),
-    (dict(SWITCH, group={"name": "ctg"}), WATCH, True, False),
+    (dict(SWITCH, group={"name": "ctg", "node_rank": 0}), WATCH, True, True),
     (SWITCH, WATCH, False, False),
-], ids=["a watch", "duration 0", "none asked", "a server group's switch (not watched yet)",
+], ids=["a watch", "duration 0", "none asked", "rank 0 of a server group: its watch begins now",
         "a first deploy: no known-good to restore"])
 def test_the_confirmation_begins_the_watch_and_ends_the_switch(
         tmp_path, monkeypatch, pending, watch, known_good, watched):
@@ -209,6 +209,21 @@ def test_the_confirmation_begins_the_watch_and_ends_the_switch(
     record = guard.read_watch(str(tmp_path))
     assert guard.watching_now(record, "c0ffee") == watched and bool(said["watching_until"]) == watched
     assert (("start", "--no-block", "sglang-guard-follow.service") in ran) == watched, ran
+
+
+@pytest.mark.parametrize("watch, held", [(WATCH, True), (None, False)], ids=["a watch asked", "none asked"])
+def test_a_held_node_keeps_its_watch_for_rank_0s_confirmation(tmp_path, monkeypatch, watch, held):
+    """A server group's node other than rank 0 holds its switch until rank 0's guard says the
+    group's is confirmed (guard.confirmed_by_rank_0): its watch begins then, from the options
+    its hold kept in the switch's record."""
+    (tmp_path / guard.PENDING).write_text(json.dumps(dict(SWITCH, group={"name": "ctg", "node_rank": 1})))
+    (tmp_path / "known-good").mkdir()
+    (tmp_path / "known-good" / "meta.json").write_text(json.dumps({"variant": "nextn"}))
+    monkeypatch.setattr(sglang_guard, "run", lambda module, *args: "")
+    said = sglang_guard.disarm(MagicMock(check_mode=False), dict(PARAMS, state_dir=str(tmp_path), hold=True, watch=watch))
+    kept = json.loads((tmp_path / guard.PENDING).read_text())
+    assert said["changed"] and kept["phase"] == guard.HELD and kept.get(guard.HELD_WATCH) == (watch if held else None), kept
+    assert bool(said["watching_until"]) == held and guard.read_watch(str(tmp_path)) is None, "not before rank 0"
 
 
 def test_a_new_switch_ends_the_watch_of_the_one_before(tmp_path, monkeypatch):
