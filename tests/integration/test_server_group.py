@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from tests.integration.ansible_run import LAB_INVENTORY, run_module, run_playbook
+from tests.integration.ansible_run import LAB_INVENTORY, REPO, run_module, run_playbook
 from tests.integration.deploying import (
-    STATE, cut_after_first_200, guard_evidence, healthy, invocation, pending, report, reset_service,
-    wait_for_the_guard)
+    STATE, cut_after_first_200, guard_evidence, healthy, invocation, main_process_exited, pending, report,
+    reset_service, wait_for_the_guard, watch_restored)
 from tests.integration.interrupting import at_task, interrupted, kill_controller
-from tests.integration.gateway_lab import PORT, gateway, group_inventory, workers
+from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, group_inventory, host_inventory, workers
 from tests.integration.labhost import LabHost, labctl
 
 pytestmark = pytest.mark.xdist_group("server_group")
@@ -318,3 +318,64 @@ def test_a_group_whose_controller_died_between_its_two_nodes_confirmations_resto
     at_face, at_peer = restored_as_one(group, (("deadline", "follow"), ("group",)))
     assert at_peer["why"].startswith("ct200 (rank 0)'s guard restores the server group"), at_peer
     print("\nrank 0 unconfirmed -> the group restored at its deadline: %s" % at_face["why"])
+
+
+# The group's watch: a probe each 2 s (the production interval is 10 s).
+WATCHED = {"sglang_variant": "dflash", "sglang_perf_gate": {"enabled": False}, "sglang_retry_rolled_back": True,
+           "sglang_watch_duration": 600, "sglang_watch_interval": 2}
+
+
+def test_a_peer_node_that_dies_minutes_into_serving_is_named_by_the_watch_and_the_group_restores_as_one(group, lab):
+    """DFLASH on the group passes its gates and is watched by every node's guard; minutes into
+    serving, node 1's server dies (its processes killed, as a GPU fallen off the bus leaves
+    them). Rank 0's TP0 loses its gloo peer at once and its server exits; the nodes' watches,
+    linked, restore NEXTN on the whole group, each node stopped before any starts, with no
+    controller. Behind the real smg (its retries on) with ct129 (NEXTN) beside rank 0, under a
+    bounded load: no request fails but those in flight on rank 0."""
+    face, peer = group["hosts"]
+    serving_nextn(group)
+    placed = dict(group["placed"], ct129=(labctl("address", "ct129").stdout.strip(), "a6000"))
+    plain = group["dir"] / "with-ct129.yml"
+    plain.write_text(host_inventory({"ct129": placed["ct129"]}))
+    proc = run(group, "deploy_nextn", limit="ct129", inventory=str(plain))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    addresses = {"ct200": placed["ct200"][0], "ct129": placed["ct129"][0]}
+    with gateway(addresses, group["dir"] / "smg-watch.log", port=GATEWAY_PORT, retries=True) as url:
+        behind = group["dir"] / "watch-gateway.yml"
+        behind.write_text(group_inventory(placed, NODES, "grp_a", gateway=url))
+        with Load(url) as load:
+            proc = run(group, "deploy", inventory=str(behind), **WATCHED)
+            assert proc.returncode == 0, proc.stdout[-4000:]
+            for host in (face, peer):   # (node 1's watch begins once rank 0's guard confirmed the group)
+                host.wait_for(lambda h=host: watching(h, "dflash"), 30, 0.2, "%s's watch" % host.name)
+            died = time.time()
+            peer.run(["systemctl", "kill", "--signal=SIGKILL", "sglang.service"])
+            results = [host.wait_for(lambda h=host: watch_restored(h), 120, 0.5, "%s's watch's restore" % host.name)
+                       for host in (face, peer)]
+            face.wait_for(lambda: all_ready(url, 2), 60, 0.5, "rank 0 back in rotation")
+    at_face, at_peer = results
+    for host, result in zip((face, peer), results):
+        assert (result["restored"], result["healthy"]) == ("nextn", True), (host.name, result, guard_evidence(host))
+    assert all(variant(h) == "nextn" and healthy(h) for h in (face, peer))
+    assert at_peer["group_barrier"] == "rank 0 said start", at_peer
+    # Rank 0 names its peer's death from its own journal (gloo's error on TP0), or hears node 1's first.
+    assert (at_face["breach"]["cause"], at_face["breach"]["rank"]) == ("peer_died", "TP0") or \
+        at_face["why"].startswith("ctg1 (rank 1) restores"), at_face
+    assert "Connection closed by peer [%s]:" % placed["ctg1"][0] in face.journal("sglang.service")
+    gone = min(main_process_exited(face, died - 1) or float("inf"), at_face["pending"]["gateway"]["drained_at"])
+    late = load.failed_after(gone)
+    named_in = min(r["time"] for r in results) - died
+    back_in = max(r["time"] + r["seconds"] for r in results) - died
+    print("\na peer node that dies in a server group -> named by the watch: %.1f s (%s); the group healthy on NEXTN "
+          "again: %.1f s; through smg: sent %d, failed %d, sent after rank 0 failed and failed %d"
+          % (named_in, at_face["why"], back_in, load.sent, load.failed, len(late)))
+    with open(REPO / "build" / "watch-rows.tsv", "a") as table:
+        table.write("a peer node that dies in a server group\t%s\t%.1f\t%.1f\t%d/%d\n" % (
+            at_face["breach"]["cause"], named_in, back_in, load.failed, load.sent))
+    assert not late and load.sent > 20, (load.sent, load.failed, late[:3])
+
+
+def watching(host, name):
+    out = host.run(["cat", STATE + "watch.json"], check=False)
+    record = json.loads(out.stdout) if out.returncode == 0 else {}
+    return not record.get("ended") and record.get("variant") == name
