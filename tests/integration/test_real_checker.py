@@ -23,6 +23,10 @@ CHECKER_PATH = "/usr/local/lib/inferops-sglang/validate_server_args.py"
 REAL_CHECKER = {
     "sglang_build_wheelhouse": str(REPO / "build" / "checker-wheelhouse"),
     "sglang_build_extra_packages": ["sglang-sim"] + PACKAGES,
+    # (torch's and triton's thousands of files are not compiled to bytecode at install: the
+    # parser imports a few of them, compiled as it imports them - the install's CPU, on a
+    # controller whose two cores the lab's hosts share, is what this row costs most.)
+    "sglang_build_pip_args": ["--no-compile"],
     "sglang_service_validate_command": ["{{ sglang_service_release_dir }}/bin/python", CHECKER_PATH],
 }
 # A user whose flag table misses 0.5.23's rename sends the old flag as it is.
