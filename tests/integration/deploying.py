@@ -51,15 +51,15 @@ def recap(proc, host) -> dict:
 
 
 def healthy(host) -> bool:
-    return host.run("python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:30000/health', "
-                    "timeout=10).status)\"", check=False).stdout.strip() == "200"
+    return host.peek("python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:30000/health', "
+                     "timeout=10).status)\"").stdout.strip() == "200"
 
 
 def answered_200(host, before) -> bool:
     """The unit restarted since the invocation `before` and its server answered a health check 200."""
     now = invocation(host)
-    return now not in ("", before) and '"GET /health HTTP/1.1" 200' in host.run(
-        ["journalctl", "_SYSTEMD_INVOCATION_ID=" + now, "--no-pager", "-o", "cat"], check=False).stdout
+    return now not in ("", before) and '"GET /health HTTP/1.1" 200' in host.peek(
+        ["journalctl", "_SYSTEMD_INVOCATION_ID=" + now, "--no-pager", "-o", "cat"]).stdout
 
 
 def cut_after_first_200(face, node, deploy):
@@ -85,12 +85,12 @@ CRASH_FILE = "/etc/inferops-lab/crash-now"
 
 def pending(host) -> bool:
     """A switch is pending on the host (its guard armed)."""
-    return host.run(["cat", STATE + "pending.json"], check=False).returncode == 0
+    return host.peek(["cat", STATE + "pending.json"]).returncode == 0
 
 
 def guard_result(host):
     """What the host's guard last did (guard.json; written as a restore begins, and again as it ends), or None."""
-    out = host.run(["cat", STATE + "guard.json"], check=False)
+    out = host.peek(["cat", STATE + "guard.json"])
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
@@ -107,7 +107,8 @@ def watch_restored(host):
 def main_process_exited(host, since):
     """When (epoch seconds) systemd saw sglang.service's main process exit, the first time after
     `since` (epoch seconds), from the journal; None if it has not."""
-    out = host.run(["journalctl", "-u", "sglang.service", "--no-pager", "-o", "json", "--since", "@%d" % int(since)])
+    out = host.peek(["journalctl", "-u", "sglang.service", "--no-pager", "-o", "json", "--since", "@%d" % int(since)],
+                    check=True)
     for line in out.stdout.splitlines():
         entry = json.loads(line)
         if str(entry.get("MESSAGE", "")).startswith("sglang.service: Main process exited"):

@@ -86,7 +86,7 @@ def interrupted_after_the_restart(host, interrupt, playbook="deploy_ddtree", **e
 
 
 def restarted_into_ddtree(host):
-    return pending(host) and "DDTREE" in host.run(["cat", UNIT]).stdout and \
+    return pending(host) and "DDTREE" in host.peek(["cat", UNIT], check=True).stdout and \
         host.show("sglang.service", "ActiveState")["ActiveState"] in ("active", "activating")
 
 

@@ -376,6 +376,6 @@ def test_a_peer_node_that_dies_minutes_into_serving_is_named_by_the_watch_and_th
 
 
 def watching(host, name):
-    out = host.run(["cat", STATE + "watch.json"], check=False)
+    out = host.peek(["cat", STATE + "watch.json"])
     record = json.loads(out.stdout) if out.returncode == 0 else {}
     return not record.get("ended") and record.get("variant") == name

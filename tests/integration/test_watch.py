@@ -85,7 +85,7 @@ def status(host):
 
 
 def watch_record(host):
-    out = host.run(["cat", STATE + "watch.json"], check=False)
+    out = host.peek(["cat", STATE + "watch.json"])
     return json.loads(out.stdout) if out.returncode == 0 else None
 
 
