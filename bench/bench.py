@@ -498,15 +498,75 @@ def watched_failure(host, faults, extra, trigger=None):
 
 
 def bench_watch():
-    """Each late failure of WATCH_ROWS on a watched DDTREE: failure to named, and to NEXTN healthy."""
+    """Each late failure of WATCH_ROWS on a watched DDTREE: failure to named, and to NEXTN healthy;
+    then a peer node that dies in a server group (group_watch_failure)."""
     host = LabHost("ct200")
     out = []
     for name, faults, extra, goal in WATCH_ROWS:
         reset_to_nextn([host])
         runs = [watched_failure(host, faults, extra, TRIGGERS.get(name)) for _rep in range(min(REPS, 3))]
-        out.append({"name": name, "goal": goal, "cause": runs[0]["cause"], "max": max(r["back"] for r in runs)} | {
-            key: statistics.median(r[key] for r in runs) for key in ("named", "back", "restore")})
+        out.append(watch_row(name, goal, runs))
+    hosts, plain = group_on_nextn()
+    runs = [group_watch_failure(hosts, plain) for _rep in range(min(REPS, 3))]
+    out.append(watch_row("a peer node that dies in a server group (its processes killed)",
+                         "named within 2 probes (%d s)" % (2 * WATCH_INTERVAL), runs))
     return out
+
+
+def watch_row(name, goal, runs):
+    """A watch row's medians over its runs, and the longest time to healthy."""
+    return {"name": name, "goal": goal, "cause": runs[0]["cause"], "max": max(r["back"] for r in runs)} | {
+        key: statistics.median(r[key] for r in runs) for key in ("named", "back", "restore")}
+
+
+def group_on_nextn():
+    """The bench's server group (GROUP_NODES) on NEXTN, its known-good: (its hosts, its inventory)."""
+    names = list(GROUP_NODES)
+    labctl("up", *("%s:%s" % kv for kv in GROUP_NODES.items()))
+    reach_over_ssh()
+    hosts = [LabHost(n) for n in names]
+    placed = dict((n, (labctl("address", n).stdout.strip(), GROUP_NODES[n])) for n in names)
+    plain = Path(tempfile.mkdtemp(prefix="bench-group-watch-")) / "group.yml"
+    plain.write_text(group_inventory(placed, names, GROUP_NAME))
+    for host in hosts:
+        host.run(RESET_SERVICE)
+    proc = playbook("playbooks/deploy_nextn.yml", names, inventory=plain, sglang_serial=0)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    return hosts, plain
+
+
+def group_watch_failure(hosts, plain):
+    """DFLASH on the group, confirmed and watched (a probe each WATCH_INTERVAL s); node 1's server
+    dies (its processes killed, as a GPU fallen off the bus leaves them): the seconds from its
+    death to the first node's watch naming it, and to the whole group healthy on NEXTN again,
+    restored by the hosts alone."""
+    for host in hosts:
+        host.run("rm -f /etc/sglang/guard.json")
+    proc = playbook("playbooks/deploy.yml", [h.name for h in hosts], inventory=plain, sglang_variant="dflash",
+                    sglang_serial=0, sglang_canary=False, sglang_perf_gate={"enabled": False},
+                    sglang_retry_rolled_back=True, sglang_watch_duration=600, sglang_watch_interval=WATCH_INTERVAL)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    poll(lambda: all(watching(h, "dflash") for h in hosts), 60)
+    died = time.time()
+    hosts[1].run(["systemctl", "kill", "--signal=SIGKILL", "sglang.service"])
+
+    def restored(host):
+        out = host.run(["cat", "/etc/sglang/guard.json"], check=False)
+        result = json.loads(out.stdout) if out.returncode == 0 else {}
+        return result if result.get("reason") == "watch" and result.get("restored") else None
+    poll(lambda: all(restored(h) for h in hosts), 300)
+    results = [restored(h) for h in hosts]
+    assert all(r["healthy"] for r in results), results
+    named = min(r["time"] for r in results)
+    back = max(r["time"] + r["seconds"] for r in results)
+    return {"named": named - died, "back": back - died, "restore": back - named, "cause": results[0]["breach"]["cause"]}
+
+
+def watching(host, variant):
+    """The host's watch of `variant` runs."""
+    out = host.run(["cat", "/etc/sglang/watch.json"], check=False)
+    record = json.loads(out.stdout) if out.returncode == 0 else {}
+    return not record.get("ended") and record.get("variant") == variant
 
 
 SOAK_FLEET = {"ct129": "a6000", "ct200": "blackwell"}
