@@ -660,13 +660,18 @@ def back_in_rotation(state_dir, pending, result):
     return {"rejoined": None, "out_of_rotation_since": gateway.get("drained_at"), "rejoin_error": error}
 
 
+def lock_still_held(pending):
+    """The deploy lock of the switch's run is known and still held by that run."""
+    lock = pending.get("lock") or {}
+    if not lock.get("path") or not lock.get("run_id"):
+        return False
+    return (host_state.read_json(lock["path"]) or {}).get("run_id") == lock["run_id"]
+
+
 def controller_done(pending):
     """The switch's controller is done with the host: its deploy lock (this run's) is released,
     or was never known."""
-    lock = pending.get("lock") or {}
-    if not lock.get("path") or not lock.get("run_id"):
-        return True
-    return (host_state.read_json(lock["path"]) or {}).get("run_id") != lock["run_id"]
+    return not lock_still_held(pending)
 
 
 def may_act(record, now):
@@ -681,13 +686,9 @@ def may_act(record, now):
 def release_deploy_lock(pending):
     """The deploy lock of the switch's controller, which went away: released (with its marker,
     as deploy_lock does), so the next deploy needs no sglang_break_lock. True when released."""
-    lock = pending.get("lock") or {}
-    path = lock.get("path")
-    if not path or not lock.get("run_id"):
+    if not lock_still_held(pending):
         return False
-    holder = host_state.read_json(path) or {}
-    if holder.get("run_id") != lock["run_id"]:
-        return False
+    path = pending["lock"]["path"]
     with open(path + ".released", "w") as fh:
         fh.write("%.6f\n" % time.time())
     os.unlink(path)
