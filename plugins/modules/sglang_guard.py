@@ -76,8 +76,12 @@ options:
         holds its lock; with O(wait), once the switch is not pending any more.
       - V(watched) only reads how the host's watch of the confirmed switch O(config_id) ended (RV(watch)); with
         O(wait), once it ended - its time ran out, or a breach and its restore ended.
+      - V(unwatched) ends the host's watch (of the switch O(config_id), when given) with nothing restored, O(cause)
+        saying why - before a server's stop on purpose that the watch would take for a failure. A server group's
+        rollback ends every node's watch first - a node stopped while another's is watched would fail that one's
+        ranks (its peer gone) and have the variant recorded as failed.
     type: str
-    choices: [armed, disarmed, said, read, watched]
+    choices: [armed, disarmed, said, read, watched, unwatched]
     required: true
   said_time:
     description: The time of the guard's result a report said (the deploy plan's C(guard_time)).
@@ -118,7 +122,8 @@ options:
     choices: [gate, rollback, restore]
     default: gate
   cause:
-    description: Why the controller rolls back (O(phase=restore)), for the guard's messages.
+    description: Why the controller rolls back (O(phase=restore)), or ends the watch (O(state=unwatched)), for the
+      guard's messages.
     type: str
   server_group:
     description:
@@ -340,6 +345,11 @@ EXAMPLES = r"""
     config_id: "{{ plan.config_id }}"
   register: watched
 
+- name: End the host's watch before every node of a server group stops (nothing is restored)
+  inferops.sglang.sglang_guard:
+    state: unwatched
+    cause: a rollback of the server group
+
 - name: Roll back - hand the restore to the host
   inferops.sglang.sglang_guard:
     state: armed
@@ -397,12 +407,12 @@ watching_until:
   sample: "2026-12-03 12:34:31 UTC"
 watch:
   description:
-    - The host's watch of the switch O(config_id) (watched) - C(config_id), C(variant), C(watch_started), C(until),
+    - The host's watch of the switch O(config_id) (watched; unwatched - the watch it ended, or null) - C(config_id), C(variant), C(watch_started), C(until),
       C(ended) (epoch seconds; null while it runs), C(outcome) (V(clean), V(restored) or V(superseded); null
       while it runs), C(ended_why), C(breach) (C(cause), C(rank), C(evidence), C(time)), C(said), the line
       C(status.yml) prints, and after a restore C(restored), the known-good's name; null when no watch of that
       switch is on record.
-  returned: when watched
+  returned: when watched or unwatched
   type: dict
 said:
   description: The guard's result in one sentence, when it acted; with O(state=watched), how the watch ended or
@@ -764,6 +774,22 @@ def watched(module, params):
     return dict(changed=False, pending=None, fired=None, watch=summary, said=(summary or {}).get("said"))
 
 
+def unwatch(module, params):
+    """The host's watch ended on purpose (a rollback is about to stop the server): nothing is
+    restored. Under the guard's lock, so a breach the watch found meanwhile is acted on first, or
+    not at all (act_on_breach reads the ended record)."""
+    if module.check_mode:
+        record = guard.read_watch(params["state_dir"])
+        running = guard.watching_now(record, params["config_id"])
+        return dict(changed=running, pending=None, fired=None, watch=guard.watch_summary(record) if running else None,
+                    said="the watch would end (check mode)" if running else None)
+    why = "%s at %s" % (params["cause"] or "ended on purpose", guard.short_clock(time.time()))
+    with guard.Locked(params["state_dir"]):
+        running = guard.watching_now(guard.read_watch(params["state_dir"]), params["config_id"])
+        summary = guard.watch_summary(guard.end_watch(params["state_dir"], guard.SUPERSEDED, why) if running else None)
+    return dict(changed=summary is not None, pending=None, fired=None, watch=summary, said=(summary or {}).get("said"))
+
+
 def watch_held(params):
     """This node's switch `config_id` is held with a watch to begin at rank 0's confirmation."""
     pending = guard.read_pending(params["state_dir"]) or {}
@@ -785,7 +811,7 @@ def mark_said(module, params):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", required=True, choices=["armed", "disarmed", "said", "read", "watched"]),
+            state=dict(type="str", required=True, choices=["armed", "disarmed", "said", "read", "watched", "unwatched"]),
             said_time=dict(type="float"),
             unit=dict(type="str", default="sglang.service"),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
@@ -831,11 +857,11 @@ def main():
     problem = input_problem(params) if params["state"] == "armed" else watch_problem(params["watch"])
     if problem:
         module.fail_json(msg="%s guard: %s; nothing was changed" % (params["unit"], problem), elapsed=0.0)
-    if not os.path.isdir(params["state_dir"]) and not module.check_mode and params["state"] not in ("read", "watched"):
+    if not os.path.isdir(params["state_dir"]) and not module.check_mode and params["state"] not in ("read", "watched", "unwatched"):
         module.fail_json(msg="%s does not exist: the deploy creates the state folders before it arms the guard"
                              % params["state_dir"], elapsed=0.0)
-    result = {"armed": arm, "disarmed": disarm, "said": mark_said, "read": read, "watched": watched}[params["state"]](
-        module, params)
+    result = {"armed": arm, "disarmed": disarm, "said": mark_said, "read": read, "watched": watched,
+              "unwatched": unwatch}[params["state"]](module, params)
     module.exit_json(elapsed=round(time.monotonic() - started, 3), **result)
 
 

@@ -126,6 +126,14 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
         assert proc.returncode == 0, proc.stdout[-4000:]
         assert all(variant(h) == "nextn" for h in (face, peer)) and healthy(face) and healthy(peer)
         assert workers(url) == {face_url: (True, "ready")}
+        # Each node's watch of DFLASH (on by default) ended before any node stopped: a node stopped
+        # while the other's was watched would fail that one's ranks, and DFLASH would be on record
+        # as failed (a later deploy of it not tried again).
+        for host in (face, peer):
+            ended = json.loads(host.peek(["cat", STATE + "watch.json"], check=True).stdout)
+            assert (ended["variant"], ended["outcome"]) == ("dflash", "superseded"), ended
+            assert "a rollback of the server group began at" in ended["ended_why"], ended
+            assert not rolled_back_records(host), rolled_back_records(host)
 
     # A node that fails to load (node 1's rank 8 runs out of memory under DDTree): rank 0 waits
     # for it in the KV pool's all-reduce; the whole group rolls back to NEXTN, and rank 0's
@@ -155,8 +163,7 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     assert report(face)["cause"] == "group_node_failed" and "ctg1 (rank 1) lost its link to rank 0 at " in said, said
     assert all(variant(h) == "nextn" for h in (face, peer))
     # (On each node's record, but not the configuration's fault: the next deploy tries it again.)
-    records = json.loads(peer.run(["python3", "-c", "import glob, json; print(json.dumps([json.load(open(f)) for f in "
-                                   "glob.glob('/etc/sglang/rolled-back/*.json')]))"]).stdout)
+    records = rolled_back_records(peer)
     assert [(r["variant"], r.get("retry")) for r in records if r["cause"] == "link_lost"] == [("dflash", True)], records
     # While it is cut, a deploy is refused before anything changes, naming the link.
     stalled = [invocation(h) for h in (face, peer)]
@@ -174,6 +181,12 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
     # status.yml: each node, and which node of which group it is.
     proc = run(group, "status")
     assert proc.returncode == 0 and "node 1 of server group grp_a (ct200, ctg1)" in proc.stdout, proc.stdout[-3000:]
+
+
+def rolled_back_records(host) -> list:
+    """The configurations on the host's record as rolled back (not retried unless asked)."""
+    return json.loads(host.run(["python3", "-c", "import glob, json; print(json.dumps([json.load(open(f)) for f in "
+                                "glob.glob('/etc/sglang/rolled-back/*.json')]))"]).stdout)
 
 
 def api_status(host) -> int:

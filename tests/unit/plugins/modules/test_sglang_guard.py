@@ -286,3 +286,31 @@ def test_watched_finds_nothing_of_another_switch_or_none(tmp_path):
     assert watched(tmp_path)["watch"] is None
     guard.begin_watch(str(tmp_path), SWITCH, WATCH, T0)
     assert watched(tmp_path, config_id="d00d") == dict(changed=False, pending=None, fired=None, watch=None, said=None)
+
+
+def unwatch(tmp_path, check=False, config_id=None):
+    return sglang_guard.unwatch(MagicMock(check_mode=check), dict(PARAMS, state_dir=str(tmp_path), config_id=config_id,
+                                                                  cause="a rollback of the server group began"))
+
+
+@pytest.mark.parametrize("running, check, config_id, ends", [
+    (True, False, None, True),
+    (True, False, "c0ffee", True),
+    (True, False, "d00d", False),   # (another switch's watch runs: not this one's to end)
+    (True, True, None, False),      # (check mode: says it would, changes nothing)
+    (False, False, None, False),
+])
+def test_unwatched_ends_a_running_watch_with_nothing_restored(tmp_path, running, check, config_id, ends):
+    """A server group's rollback ends every node's watch before any node stops: a stop on purpose
+    is not the variant's failure."""
+    guard.begin_watch(str(tmp_path), SWITCH, WATCH, time.time())
+    if not running:
+        guard.end_watch(str(tmp_path), guard.CLEAN, "its time ran out")
+    got = unwatch(tmp_path, check, config_id)
+    record = guard.read_watch(str(tmp_path))
+    assert got["changed"] == (ends or (check and running)) and guard.watching_now(record) == (running and not ends)
+    if ends:
+        assert record["outcome"] == guard.SUPERSEDED and record["breach"] is None, record
+        assert got["said"].startswith("the watch of DDTREE ended at ") and \
+            ": a rollback of the server group began at " in got["said"], got
+    assert not (tmp_path / guard.RESULT).exists()
