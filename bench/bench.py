@@ -41,7 +41,9 @@ from tests.integration.ansible_run import BIN, kill_run, process_tree, run_modul
 from lab.labctl import RESET_SERVICE  # noqa: E402
 from tests.integration.gateway_lab import Load, all_ready, gateway, group_inventory, host_inventory, workers  # noqa: E402
 from tests.integration.labhost import LabHost, labctl, podman  # noqa: E402
-from tests.integration.deploying import cut_after_first_200, start_other_language_traffic, stop_traffic  # noqa: E402
+from tests.integration.deploying import (  # noqa: E402
+    cut_after_first_200, start_other_language_traffic, stop_traffic, watch_restored,
+)
 from ansible_collections.inferops.sglang.plugins.module_utils import service_config, tune  # noqa: E402
 
 REPS = int(os.environ.get("BENCH_REPS", "5"))
@@ -439,32 +441,32 @@ def bench_guard():
 # server (SGLang's own health timeout 3 s here, as the integration row; production's is 20 s).
 LATE = "/etc/inferops-lab/crash-now"
 WATCH_INTERVAL = 2
-# Each row's goal for naming it: a state that cannot serve within two probes; a scheduler that no
+# Each row: its name, the host's faults, the deploy's extra variables, its goal, and how its failure
+# is set off (None: the LATE file). Each row's goal for naming it: a state that cannot serve within two probes; a scheduler that no
 # longer answers after the watch's 3 failed generations in a row (no single blip restores), each
 # SGLang's own health timeout (3 s here), its handler's 1 s, and the interval.
 WATCH_ROWS = (
     ("a crash after the settle window", {"crash_when_file": LATE, "only_algorithm": "DDTREE"}, {},
-     "named within 2 probes (%d s)" % (2 * WATCH_INTERVAL)),
+     "named within 2 probes (%d s)" % (2 * WATCH_INTERVAL), None),
     ("a dead scheduler behind a live HTTP server", {"rank_hang": {"rank": 0, "when_file": LATE},
                                                     "only_algorithm": "DDTREE"},
      {"sglang_service_timeout_stop_sec": 10, "sglang_service_environment": {
          "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
          "SGLANG_HEALTH_CHECK_TIMEOUT": "3"}},
      "named after 3 failed generations in a row, each 3 s + 1 s + the %d s interval (%d s)"
-     % (WATCH_INTERVAL, 3 * (3 + 1 + WATCH_INTERVAL))),
+     % (WATCH_INTERVAL, 3 * (3 + 1 + WATCH_INTERVAL)), None),
     # (Rank 3 dies at the next forward once the file exists - the next probe's generation - and
     # SGLang's subprocess watchdog, a look each second, ends the server: then two probes.)
     ("a rank that dies late (torch's NCCL watchdog on rank 3)",
      {"rank_dies": {"rank": 3, "when_file": LATE}, "only_algorithm": "DDTREE"}, {},
-     "named within 3 probes and the subprocess watchdog's 1 s (%d s)" % (3 * WATCH_INTERVAL + 1)),
+     "named within 3 probes and the subprocess watchdog's 1 s (%d s)" % (3 * WATCH_INTERVAL + 1), None),
     # (The traffic turns to another language: DDTREE's drafter accepts little of it. A speed
     # breach is held for its window - here 6 s, production's 300 s - before it restores.)
     ("an accept length that falls with the traffic (another language)", {"only_algorithm": "DDTREE"},
      {"sglang_service_extra_args": {"enable_metrics": True}, "sglang_watch_limits": {"speed_window": 6}},
-     "the speed window (6 s) and a probe on each side of it (%d s)" % (6 + 2 * WATCH_INTERVAL)),
+     "the speed window (6 s) and a probe on each side of it (%d s)" % (6 + 2 * WATCH_INTERVAL),
+     start_other_language_traffic),
 )
-# How each row sets its failure off (default: the LATE file).
-TRIGGERS = {"an accept length that falls with the traffic (another language)": start_other_language_traffic}
 
 
 def watched_failure(host, faults, extra, trigger=None):
@@ -481,16 +483,11 @@ def watched_failure(host, faults, extra, trigger=None):
         trigger(host)
     else:
         host.put(LATE, "")
-
-    def ended():
-        out = host.run(["cat", "/etc/sglang/guard.json"], check=False)
-        result = json.loads(out.stdout) if out.returncode == 0 else {}
-        return result if result.get("reason") == "watch" and result.get("restored") else None
     try:
-        poll(ended, 300)
+        poll(lambda: watch_restored(host), 300)
     finally:
         stop_traffic(host)
-    result = ended()
+    result = watch_restored(host)
     assert result["healthy"], result
     host.run("rm -f /etc/inferops-lab/faults.json " + LATE)
     return {"named": result["time"] - failed, "back": result["time"] + result["seconds"] - failed,
@@ -502,9 +499,9 @@ def bench_watch():
     then a peer node that dies in a server group (group_watch_failure)."""
     host = LabHost("ct200")
     out = []
-    for name, faults, extra, goal in WATCH_ROWS:
+    for name, faults, extra, goal, trigger in WATCH_ROWS:
         reset_to_nextn([host])
-        runs = [watched_failure(host, faults, extra, TRIGGERS.get(name)) for _rep in range(min(REPS, 3))]
+        runs = [watched_failure(host, faults, extra, trigger) for _rep in range(min(REPS, 3))]
         out.append(watch_row(name, goal, runs))
     hosts, plain = group_on_nextn()
     runs = [group_watch_failure(hosts, plain) for _rep in range(min(REPS, 3))]

@@ -57,3 +57,30 @@ def error_text(status, body):
     if isinstance(body, dict) and body.get("error"):
         return "%s (%s, HTTP %s)" % (body["error"], body.get("code", "?"), status)
     return "HTTP %s: %s" % (status, str(body)[:300] if body else "no body")
+
+
+# What put_back() says of its sequence.
+ALREADY, STILL_DRAINED, ROUTED, NOT_ROUTED = "already", "still_drained", "routed", "not_routed"
+
+
+def put_back(entry, post, wait, first=None):
+    """The worker back in the gateway's rotation, the one way smg takes it: a removal still
+    draining ends first (smg answers POST /workers with 409 while the old entry is there, then
+    drops it), then POST /workers, then until the gateway routes to it. The caller's I/O:
+    `entry()` reads the worker's entry (None when it has none), `post()` adds it, `wait(done)`
+    calls done() until it holds or the caller's time runs out, and says whether it held. `first`:
+    the entry the caller read already. Returns (ALREADY, STILL_DRAINED, ROUTED or NOT_ROUTED,
+    the last entry seen)."""
+    seen = [first if first is not None else entry()]
+
+    def look():
+        seen.append(entry())
+        return seen[-1]
+    if in_rotation(seen[-1]):
+        return ALREADY, seen[-1]
+    if seen[-1] is not None and not wait(lambda: look() is None or in_rotation(seen[-1])):
+        return STILL_DRAINED, seen[-1]
+    if in_rotation(seen[-1]):
+        return ALREADY, seen[-1]
+    post()
+    return (ROUTED if wait(lambda: in_rotation(look())) else NOT_ROUTED), seen[-1]

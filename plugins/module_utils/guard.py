@@ -604,27 +604,32 @@ def restore(state_dir, pending, sleep=time.sleep, link=None):
 REJOIN_WAIT = 30.0
 
 
+class GatewayRefused(Exception):
+    """The gateway refused to add the worker (its status said)."""
+
+
 def rejoin(gateway, worker_key, sleep=time.sleep):
     """Put the worker drained for the switch back into the gateway's rotation, as sglang_gateway
-    does: a removal still draining in the gateway ends first (smg answers POST /workers with 409
-    while the old entry is there, and then drops it), then POST /workers, until it routes to the
-    worker. None, or why it could not."""
+    does (gateway_rules.put_back), each wait at most REJOIN_WAIT seconds. None, or why it could not."""
     body = dict({"url": gateway["worker_url"]}, **({"api_key": worker_key} if worker_key else {}))
     headers = dict({"Content-Type": "application/json"}, **bearer(gateway.get("api_key")))
-    try:
-        if not gateway_waits(gateway, headers, lambda worker: worker is None or gateway_rules.in_rotation(worker),
-                             sleep):
-            return "%s still drained %s after %.0f s" % (gateway["url"], gateway["worker_url"], REJOIN_WAIT)
-        if gateway_rules.in_rotation(worker_entry(gateway, headers)):
-            return None
+
+    def post():
         status, _body = http_call("POST", gateway["url"].rstrip("/") + "/workers", headers, json.dumps(body))
         if status not in (200, 201, 202, 409):
-            return "%s answered HTTP %d to POST /workers" % (gateway["url"], status)
-        if not gateway_waits(gateway, headers, gateway_rules.in_rotation, sleep):
-            return "%s did not route to %s within %.0f s of POST /workers" % (
-                gateway["url"], gateway["worker_url"], REJOIN_WAIT)
+            raise GatewayRefused("%s answered HTTP %d to POST /workers" % (gateway["url"], status))
+    try:
+        outcome, _last = gateway_rules.put_back(lambda: worker_entry(gateway, headers), post,
+                                                lambda done: gateway_waits(done, sleep))
+    except GatewayRefused as exc:
+        return str(exc)
     except HTTP_ERRORS + (KeyError,) as exc:
         return "%s could not be reached: %s" % (gateway["url"], exc)
+    if outcome == gateway_rules.STILL_DRAINED:
+        return "%s still drained %s after %.0f s" % (gateway["url"], gateway["worker_url"], REJOIN_WAIT)
+    if outcome == gateway_rules.NOT_ROUTED:
+        return "%s did not route to %s within %.0f s of POST /workers" % (
+            gateway["url"], gateway["worker_url"], REJOIN_WAIT)
     return None
 
 
@@ -634,10 +639,10 @@ def worker_entry(gateway, headers):
     return gateway_rules.find_worker(listing, gateway["worker_url"])
 
 
-def gateway_waits(gateway, headers, done, sleep):
-    """Look at the worker's entry until done(entry), at most REJOIN_WAIT seconds: whether it was."""
+def gateway_waits(done, sleep):
+    """Look until done() holds, at most REJOIN_WAIT seconds: whether it did."""
     deadline, pause = time.monotonic() + REJOIN_WAIT, 0.2
-    while not done(worker_entry(gateway, headers)):
+    while not done():
         if time.monotonic() >= deadline:
             return False
         sleep(pause)

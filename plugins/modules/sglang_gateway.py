@@ -131,7 +131,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
 from ansible_collections.inferops.sglang.plugins.module_utils.gateway import (
-    drain_message, error_text, find_worker, in_flight, in_rotation,
+    ALREADY, NOT_ROUTED, STILL_DRAINED, drain_message, error_text, find_worker, in_flight, in_rotation, put_back,
 )
 
 BACKOFF = (0.25, 0.5, 1.0)
@@ -228,24 +228,22 @@ class Gateway:
         if self.module.check_mode:
             return dict(changed=True, worker=worker, in_flight=None, cut=0, drained_in=0.0,
                         msg="%s: would be put back into rotation" % self.params["worker_url"])
-        # A removal still draining in the gateway must end before the worker can be added again.
-        if worker is not None:
-            self.wait(lambda: self.entry() is None, self.params["timeout"])
         body = {"url": self.params["worker_url"]}
         if self.params["worker_api_key"]:
             body["api_key"] = self.params["worker_api_key"]
-        self.call("POST", self.params["url"].rstrip("/") + "/workers", body, key=self.params["api_key"])
-        seen = []
-
-        def routed():
-            seen.append(self.entry())
-            return in_rotation(seen[-1])
-        if not self.wait(routed, self.params["timeout"]):
+        outcome, last = put_back(
+            self.entry, lambda: self.call("POST", self.params["url"].rstrip("/") + "/workers", body,
+                                          key=self.params["api_key"]),
+            lambda done: self.wait(done, self.params["timeout"]), first=worker)
+        if outcome == STILL_DRAINED:
+            self.fail("%s: the gateway %s still drains its earlier entry after %s s; last seen: %s"
+                      % (self.params["worker_url"], self.params["url"], self.params["timeout"], last), worker=last)
+        if outcome == NOT_ROUTED:
             self.fail("%s: added to the gateway %s, but it did not route to it within %s s; last seen: %s"
-                      % (self.params["worker_url"], self.params["url"], self.params["timeout"], seen[-1]),
-                      worker=seen[-1])
-        return dict(changed=True, worker=seen[-1], in_flight=None, cut=0, drained_in=0.0,
-                    msg="%s: back in rotation" % self.params["worker_url"])
+                      % (self.params["worker_url"], self.params["url"], self.params["timeout"], last), worker=last)
+        return dict(changed=outcome != ALREADY, worker=last, in_flight=None, cut=0, drained_in=0.0,
+                    msg="%s: %s" % (self.params["worker_url"],
+                                    "in rotation already" if outcome == ALREADY else "back in rotation"))
 
 
 def main():

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.inferops.sglang.plugins.module_utils import gateway
 from ansible_collections.inferops.sglang.plugins.module_utils.gateway import (
     drain_message, error_text, find_worker, in_flight, in_rotation,
 )
@@ -58,3 +59,31 @@ W = "http://198.18.1.2:30000"
 ], ids=["drained", "cut at the timeout", "the worker never said"])
 def test_drain_message(count, unknown, said):
     assert drain_message(W, count, unknown, 1.5, 60) == said
+
+
+DRAINING = {"id": "w1", "url": "http://198.18.0.5:30000", "is_healthy": True, "status": "draining"}
+READY = dict(DRAINING, status="ready")
+
+
+@pytest.mark.parametrize("entries, waits, outcome, posted", [
+    ([READY], 9, gateway.ALREADY, False),
+    ([None, None, READY], 9, gateway.ROUTED, True),
+    ([DRAINING, DRAINING, None, None, READY], 9, gateway.ROUTED, True),
+    ([DRAINING, READY], 9, gateway.ALREADY, False),     # (put back by another meanwhile)
+    ([DRAINING] * 20, 3, gateway.STILL_DRAINED, False),
+    ([None] * 20, 3, gateway.NOT_ROUTED, True),
+], ids=["in rotation already", "gone: added, then routed", "a removal still draining ends first",
+        "back meanwhile", "a removal that never ends", "added, never routed"])
+def test_put_back_waits_for_the_removal_then_adds_and_waits_for_the_route(entries, waits, outcome, posted):
+    """smg answers POST /workers with 409 while the removal of the drained entry is under way, and
+    then drops the entry: the one sequence sglang_gateway and the host's guard both follow."""
+    seen, posts = list(entries), []
+
+    def entry():
+        return seen.pop(0) if len(seen) > 1 else seen[0]
+
+    def wait(done):
+        return any(done() for _look in range(waits))
+    said, last = gateway.put_back(entry, lambda: posts.append(1), wait)
+    assert (said, bool(posts)) == (outcome, posted)
+    assert last == (READY if outcome in (gateway.ALREADY, gateway.ROUTED) else entries[-1])
