@@ -12,15 +12,15 @@ from tests.integration.labhost import PREFIX, LabHost, labctl, podman
 DEFAULT_HOSTS = {"ct129": "a6000", "ct200": "blackwell"}
 # The work units handed out first, longest first (make integration passes
 # --no-loadscope-reorder, so pytest-xdist keeps this order instead of putting the units with the
-# most tests first). Seconds of worker time in make test (the run of 2026-12-07, 2827 s, on a
-# machine 17 % slower than the run before by the units gate, which runs alone): guard 2790 (its
-# two groups), fault_matrix 1730, gateway (the tune on its fleet) 1437, server_group 959,
-# adoption 308, real_checker 279, runner 224; the rest, a few minutes each at most, fill in
-# behind them. (xdist gives a worker its next unit once two or fewer of
-# its tests are left: a long unit handed out last runs alone at the end, as the gateway's did,
-# 300 s with two cores idle.)
+# most tests first). Seconds of worker time in make test (the run of 2026-12-07, 2552 s): guard
+# 2551 (its two groups), fault_matrix 1503, gateway (the tune on its fleet) 1258, server_group 935,
+# runner 320, adoption 282, watch 276, real_checker 244, package_index 124; the rest - single
+# tests, two minutes at most - fill in behind them. (xdist gives a worker its next unit once two
+# or fewer of its tests are left: a long unit handed out last runs alone at the end, as the
+# watch's did in that run, its four rows 4 minutes with a core and a half idle.)
 LONGEST_FIRST = ("test_guard.py", "test_fault_matrix.py", "test_gateway.py", "test_server_group.py",
-                 "test_real_checker.py", "test_adoption.py", "test_runner.py")
+                 "test_runner.py", "test_adoption.py", "test_watch.py", "test_real_checker.py",
+                 "test_package_index.py")
 
 
 def pytest_collection_modifyitems(items):
