@@ -323,12 +323,15 @@ def service_text(unit, python, state_dir, reason):
     disk was full) is started again by systemd until it ends: the promise is not given up."""
     installed = "\n[Install]\nWantedBy=multi-user.target\n" if reason == BOOT else ""
     kind = "simple" if reason == FOLLOW else "oneshot"
+    # (The follower is ordered after the unit it watches, so a shutdown stops it first: a reboot
+    # never looks to the watch like a stop of the server on purpose, which would end it.)
+    after = "network.target %s" % unit if reason == FOLLOW else "network.target"
     return ("# inferops.sglang: the guard of %s (%s)\n[Unit]\nDescription=inferops.sglang guard of %s (%s)\n"
-            "After=network.target\nStartLimitIntervalSec=0\n\n[Service]\nType=%s\nSyslogIdentifier=%s\n"
+            "After=%s\nStartLimitIntervalSec=0\n\n[Service]\nType=%s\nSyslogIdentifier=%s\n"
             "ExecStart=%s %s/sglang-guard --state-dir %s --reason %s\nRestart=on-failure\nRestartSec=5\n"
             # (A stop that hangs - seen in a container whose cgroup did not report empty - costs 10 s, not 90.)
             "TimeoutStopSec=10\n%s"
-            % (unit, reason, unit, reason, kind, guard_stem(unit), python, LIB_DIR,
+            % (unit, reason, unit, reason, after, kind, guard_stem(unit), python, LIB_DIR,
                state_dir, reason, installed))
 
 
@@ -721,15 +724,17 @@ def remember_failure(state_dir, pending, failing):
     write_json(path, record)
 
 
-def end_pending(state_dir, unit, run=None):
-    """The switch is confirmed: the guard's timer and boot unit are disabled and nothing is pending
-    (the follower ends by itself within a second, once it reads so). `run(*args)` runs systemctl
-    (the module's fails on an error); the guard's own run goes on whatever systemctl says. The
-    caller holds the lock."""
+def end_pending(state_dir, unit, run=None, watched=False):
+    """The switch is confirmed: the guard's timer is disabled and nothing is pending (the follower
+    ends by itself within a second, once it reads so). Its boot unit is disabled too, unless the
+    switch is `watched`: a host that reboots during the watch resumes it at boot (resume_watch).
+    `run(*args)` runs systemctl (the module's fails on an error); the guard's own run goes on
+    whatever systemctl says. The caller holds the lock."""
     run = run or systemctl
     timer, _service, boot = guard_units(unit)
     run("disable", "--now", timer)
-    run("disable", boot)
+    if not watched:
+        run("disable", boot)
     os.unlink(os.path.join(state_dir, PENDING))
 
 
@@ -794,7 +799,7 @@ def confirm_with_the_group(state_dir, pending, why):
     options = pending.get(HELD_WATCH)
     if options:
         begin_watch(state_dir, dict((k, v) for k, v in pending.items() if k != HELD_WATCH), options, time.time())
-    end_pending(state_dir, pending["unit"])
+    end_pending(state_dir, pending["unit"], watched=bool(options))
     return "inferops.sglang guard (group): %s; confirmed" % why
 
 
@@ -881,6 +886,43 @@ def end_watch(state_dir, outcome, why, breach=None):
     return record
 
 
+def resume_refused(record, now):
+    """Why the watch `record`, running when the host went down, does not go on at its boot `now`,
+    or None: its time ran out meanwhile, or it watched a server group's node (its peers' watches
+    saw the node go, and act as the group's). Pure: a table test covers it."""
+    if now >= float(record["until"]):
+        return "the host was down when its time ran out (it booted at %s)" % short_clock(now)
+    if record.get("group"):
+        return ("the host rebooted at %s: a server group's node does not watch alone (its peers' watches saw it "
+                "go)" % short_clock(now))
+    return None
+
+
+def resume_watch(state_dir, now=None):
+    """The boot unit's run with no switch pending: the watch that ran when the host went down goes
+    on - its follower starts again, and first waits for the server to come back (watch) - unless
+    resume_refused says why not. The boot unit is disabled once no watch runs. Returns the line
+    it says."""
+    now = time.time() if now is None else now
+    with Locked(state_dir):
+        record = read_watch(state_dir)
+        if not watching_now(record):
+            if record:
+                systemctl("disable", guard_units(record["unit"])[2])
+            return "inferops.sglang guard (boot): no switch is pending and no watch runs; nothing to do"
+        variant, boot = (record.get("variant") or "?").upper(), guard_units(record["unit"])[2]
+        why = resume_refused(record, now)
+        if why:
+            end_watch(state_dir, SUPERSEDED, why)
+            systemctl("disable", boot)
+            return "inferops.sglang guard (boot): the watch of %s ended: %s" % (variant, why)
+        record["resumed_at"] = now
+        write_json(os.path.join(state_dir, WATCH), record, 0o600)
+    systemctl("start", "--no-block", follower_unit(record["unit"]))
+    return "inferops.sglang guard (boot): the watch of %s goes on until %s, once the server is back" % (
+        variant, short_clock(float(record["until"])))
+
+
 def watch_summary(record):
     """The last watch as sglang_facts returns it (no gateway key): what, until when, how it ended."""
     if not record:
@@ -899,7 +941,9 @@ def watch_said(record, now=None):
         return "the watch of %s did not end by %s: its follower stopped (a reboot?)" % (
             variant, short_clock(float(record["until"])))
     if watching_now(record):
-        return "watching %s until %s" % (variant, short_clock(float(record["until"])))
+        return "watching %s until %s%s" % (variant, short_clock(float(record["until"])), " (resumed after the host's "
+                                           "reboot at %s)" % short_clock(record["resumed_at"])
+                                           if record.get("resumed_at") else "")
     if record.get("outcome") == CLEAN:
         return "the watch of %s ended clean at %s" % ((record.get("variant") or "?").upper(),
                                                       short_clock(float(record["ended"])))
@@ -983,8 +1027,14 @@ def watch(state_dir, config_id, sleep=time.sleep, link=None):
     options, variant = record["watch"], (record.get("variant") or "?").upper()
     thresholds = watching.limits(options.get("limits"))
     interval = float(options.get("interval") or thresholds["interval"])
-    journal, state, held = WatchedJournal(record["unit"], record["watch_started"]), watching.fresh(), None
     key = api_key(state_dir)   # (the server's, written by its deploy: it does not change while it runs)
+    if record.get("resumed_at"):
+        # (After a reboot: the server starts with the host; the watch goes on once it is back.)
+        lost = not_back(record, key)
+        if lost:
+            return act_on_breach(state_dir, record, lost, link)
+    journal = WatchedJournal(record["unit"], record.get("resumed_at") or record["watch_started"])
+    state, held = watching.fresh(), None
     # (systemd's automatic restarts so far: one after this is a crash, never a stop on purpose.)
     restarts = read_unit(record["unit"])["n_restarts"]
     say("inferops.sglang guard (watch): watching %s until %s, a probe each %.0f s" % (
@@ -1012,6 +1062,20 @@ def watch(state_dir, config_id, sleep=time.sleep, link=None):
         held = held or breach
         if held and may_act(record, looked["time"]):
             return act_on_breach(state_dir, record, held, link)
+
+
+def not_back(record, key):
+    """A watch resumed at boot: the watched server, started with the host, back healthy as the
+    deploy's gate judges a start (its health timeout, its stall floor); None, or the breach when
+    it does not come back."""
+    ok, error = wait_healthy(record["unit"], at_path(record["watch"]["url"], "/health"), key,
+                             float(record.get("timeout", 600)), 0.0, float(record.get("stall") or 0))
+    if ok:
+        return None
+    named = diagnose(record["unit"]) or {}
+    evidence = named["evidence"][0].get("match") if named.get("evidence") else error
+    return watching.found(named.get("cause") or watching.UNIT_DOWN, {"time": time.time()}, evidence, named.get("rank"),
+                          "%s did not come back after the host's reboot" % (record.get("variant") or "?").upper())
 
 
 # The watch of a server group's node hears its link this often between its probes.
@@ -1179,6 +1243,8 @@ def main(argv):
             reason = args.pop(0)
     if reason == FOLLOW:
         return 0, follow(state_dir)
+    if reason == BOOT and not read_pending(state_dir):
+        return 0, resume_watch(state_dir)
     if reason == DEADLINE and follower_runs(read_pending(state_dir)):
         return 0, "inferops.sglang guard (deadline): the follower speaks for this node of the server group; it acts"
     # (A run that raised exits non-zero: systemd runs it again, and the switch is still pending.)

@@ -54,7 +54,10 @@ description:
     C(/metrics) when it exports them) and on a breach (see the C(limits)) restores the known-good the switch kept,
     through the switch's one restore, the worker out of the gateway's rotation meanwhile. It says what it did in
     C(guard.json) and the journal, and what it does in C(watch.json). A new switch, or the next deploy's snapshot
-    of the running service as the known-good, ends it.
+    of the running service as the known-good, ends it. A host that reboots during the watch resumes it at boot
+    (the guard's boot unit stays enabled while it runs) - once the server, started with the host, is back
+    healthy within the gate's health timeout; one that does not come back is a breach. A server group's node does
+    not resume its watch alone (its peers' watches saw it go).
   - A server group's nodes are watched as one - each node's follower keeps its link to the others while it watches
     (rank 0's listening on O(group_port) until its watch ends), and a breach on any node (its unit, its journal,
     rank 0's generations) makes every node restore, each stopping before any starts. A node other than rank 0
@@ -672,7 +675,7 @@ def disarm(module, params):
         if params["hold"] and pending.get("group"):
             return hold(params, pending, watch_options(params))
         watched = begin_watch(params, pending)
-        guard.end_pending(params["state_dir"], params["unit"], run=lambda *args: run(module, *args))
+        guard.end_pending(params["state_dir"], params["unit"], run=lambda *args: run(module, *args), watched=bool(watched))
         if watched:
             # (The switch's follower watches it; one that is not running - it died - starts.)
             run(module, "start", "--no-block", guard.follower_unit(params["unit"]))

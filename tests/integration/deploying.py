@@ -98,6 +98,18 @@ def guard_result(host):
 UNFINISHED = "the guard's run did not finish"
 
 
+def watch_record(host):
+    """The host's watch of its last confirmed switch (watch.json), or None."""
+    out = host.peek(["cat", STATE + "watch.json"])
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def watching(host, variant):
+    """The host's watch of `variant` while it runs (its record), or None."""
+    record = watch_record(host)
+    return record if record and not record.get("ended") and record.get("variant") == variant else None
+
+
 def watch_restored(host):
     """The host's watch restored the known-good and its restore ended: guard.json's result, or None."""
     result = guard_result(host) or {}

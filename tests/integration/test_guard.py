@@ -26,7 +26,7 @@ from tests.integration import interrupting
 from tests.integration.ansible_run import REPO, run_playbook
 from tests.integration.deploying import (
     CRASH_FILE, STATE, UNIT, crash_after_the_kill, deploy, guard_evidence, guard_result, healthy, invocation, pending,
-    report, reset_service, wait_for_the_guard)
+    report, reset_service, wait_for_the_guard, watch_restored, watching)
 from tests.integration.interrupting import at_task, kill_controller, sigint
 from tests.integration.labhost import podman
 
@@ -430,6 +430,28 @@ def test_a_host_down_during_the_gate_is_unreachable_and_restores_the_known_good_
     host.wait_for(lambda: host.run("systemctl is-system-running", check=False).stdout.strip()
                   in ("running", "degraded"), GUARD_WAIT_S, 0.5, "the host's boot")
     assert_restored_by_the_guard(host, "boot", kg_unit)
+
+
+def test_a_host_that_reboots_during_the_watch_resumes_it_and_replaces_a_server_that_fails_after(nextn):
+    """DDTREE passes its gates and is watched; the host reboots (its container stopped and started).
+    Its guard's boot unit resumes the watch once DDTREE, started with the host, is back; a crash
+    after that is named, and NEXTN restored, by the host alone."""
+    host = nextn
+    kg_unit = host.run(["cat", UNIT]).stdout
+    host.put("/etc/inferops-lab/faults.json", json.dumps({"crash_when_file": CRASH_FILE, "only_algorithm": "DDTREE"}))
+    proc = deploy("deploy_ddtree", host, sglang_watch_duration=600, sglang_watch_interval=2, **PASSING)
+    assert proc.returncode == 0 and watching(host, "ddtree"), proc.stdout[-3000:]
+    podman("stop", "-t", "2", host.container)
+    podman("start", host.container)
+    resumed = host.wait_for(lambda: (watching(host, "ddtree") or {}).get("resumed_at") and healthy(host) and
+                            watching(host, "ddtree"), GUARD_WAIT_S, 0.5, "the watch to resume after the boot")
+    said = " ".join(run_playbook("playbooks/status.yml", limit=host.name).stdout.split())
+    assert "the host's watch: watching DDTREE until " in said and "(resumed after the host's reboot at " in said, said
+    host.put(CRASH_FILE, "")
+    result = host.wait_for(lambda: watch_restored(host), GUARD_WAIT_S, 0.5, "the watch's restore")
+    assert (result["breach"]["cause"], result["restored"], result["healthy"]) == ("cuda_error", "nextn", True), result
+    assert result["pending"]["config_id"] == resumed["config_id"] and "NEXTN" in host.run(["cat", UNIT]).stdout
+    assert host.run(["cat", STATE + "known-good/sglang.service"]).stdout == kg_unit and healthy(host)
 
 
 def test_a_pending_switch_is_unverified_and_a_re_run_gates_it(nextn):

@@ -12,7 +12,7 @@ import pytest
 from tests.integration.ansible_run import LAB_INVENTORY, REPO, run_module, run_playbook
 from tests.integration.deploying import (
     STATE, cut_after_first_200, guard_evidence, healthy, invocation, main_process_exited, pending, report,
-    reset_service, wait_for_the_guard, watch_restored)
+    reset_service, wait_for_the_guard, watch_record, watch_restored, watching)
 from tests.integration.interrupting import at_task, interrupted, kill_controller
 from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, group_inventory, host_inventory, workers
 from tests.integration.labhost import LabHost, labctl
@@ -130,7 +130,7 @@ def test_a_server_group_deploys_switches_and_rolls_back_as_one(group):
         # while the other's was watched would fail that one's ranks, and DFLASH would be on record
         # as failed (a later deploy of it not tried again).
         for host in (face, peer):
-            ended = json.loads(host.peek(["cat", STATE + "watch.json"], check=True).stdout)
+            ended = watch_record(host)
             assert (ended["variant"], ended["outcome"]) == ("dflash", "superseded"), ended
             assert "a rollback of the server group began at" in ended["ended_why"], ended
             assert not rolled_back_records(host), rolled_back_records(host)
@@ -386,9 +386,3 @@ def test_a_peer_node_that_dies_minutes_into_serving_is_named_by_the_watch_and_th
         table.write("a peer node that dies in a server group\t%s\t%.1f\t%.1f\t%d/%d\n" % (
             at_face["breach"]["cause"], named_in, back_in, load.failed, load.sent))
     assert not late and load.sent > 20, (load.sent, load.failed, late[:3])
-
-
-def watching(host, name):
-    out = host.peek(["cat", STATE + "watch.json"])
-    record = json.loads(out.stdout) if out.returncode == 0 else {}
-    return not record.get("ended") and record.get("variant") == name

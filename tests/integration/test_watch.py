@@ -19,7 +19,8 @@ import pytest
 
 from tests.integration.ansible_run import LAB_INVENTORY, REPO, run_playbook
 from tests.integration.deploying import (
-    CRASH_FILE, OTHER_LANGUAGE_PROMPT, STATE, UNIT, healthy, main_process_exited, report, reset_service, watch_restored)
+    CRASH_FILE, OTHER_LANGUAGE_PROMPT, STATE, UNIT, healthy, main_process_exited, report, reset_service, watch_record,
+    watch_restored, watching)
 from tests.integration.gateway_lab import PORT, Load, all_ready, gateway, host_inventory, workers
 from tests.integration.labhost import labctl
 
@@ -84,14 +85,8 @@ def status(host):
     return " ".join(proc.stdout.split())
 
 
-def watch_record(host):
-    out = host.peek(["cat", STATE + "watch.json"])
-    return json.loads(out.stdout) if out.returncode == 0 else None
-
-
 def watching_ddtree(host):
-    record = watch_record(host)
-    return record if record and not record.get("ended") and record["variant"] == "ddtree" else None
+    return watching(host, "ddtree")
 
 
 def watched_then_failed(serving, faults, extra, name, wait=False, trigger=None):

@@ -65,9 +65,29 @@ class Node:
             return 0
 
     def stop(self):
-        if self.proc.poll() is None:
+        """The node's whole process group gone, its forked ranks too: a rank that outlives the
+        launcher a moment holds its sockets (rank 0's store among them), which the next node of
+        the same test would meet - on a loaded machine, a moment is long."""
+        try:
             os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.wait()
+        wait_until("node %d's processes gone" % self.rank, lambda: not group_alive(self.proc.pid))
+
+
+def group_alive(pgid) -> bool:
+    """Whether any process of the process group runs (a zombie not yet reaped counts as gone)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = open("/proc/%s/stat" % entry).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 def wait_until(what, condition):

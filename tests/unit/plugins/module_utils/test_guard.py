@@ -148,6 +148,8 @@ def test_units_and_timer():
     follow = guard.service_text("sglang.service", "/usr/bin/python3", "/etc/sglang", "follow")
     assert guard.follower_unit("sglang.service") == "sglang-guard-follow.service"
     assert "Type=simple\n" in follow and "--reason follow\n" in follow and "[Install]" not in follow
+    # (Stopped before the unit it watches at a shutdown: a reboot does not end the watch as a stop.)
+    assert "After=network.target sglang.service\n" in follow and "After=network.target\n" in boot
     # A run that fails is run again, for ever.
     assert all("Restart=on-failure\n" in text and "StartLimitIntervalSec=0\n" in text for text in (boot, follow))
     assert "TimeoutStopSec=10\n" in follow
@@ -592,15 +594,16 @@ def test_a_watch_begins_with_the_switchs_record_and_is_ended_once(tmp_path):
     assert "watch" not in summary and summary["said"] == guard.watch_said(ended), "no gateway key in the facts"
 
 
-def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=None):
+def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=None, resumed_at=None, journal=None):
     """The follower's watch over `probes` (one per interval), the clock one interval per probe:
     (its line, the breach it acted on or None, the probes taken). `during(n)` runs at probe n."""
     guard.begin_watch(str(tmp_path), dict(pending or PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
     record = guard.read_watch(str(tmp_path))
-    guard.write_json(str(tmp_path / guard.WATCH), dict(record, until=until))
+    guard.write_json(str(tmp_path / guard.WATCH), dict(record, until=until, **(
+        {"resumed_at": resumed_at} if resumed_at else {})))
     clock, taken, acted = [T0], [], []
     monkeypatch.setattr(guard.time, "time", lambda: clock[0])
-    monkeypatch.setattr(guard, "WatchedJournal", lambda unit, since: None)
+    monkeypatch.setattr(guard, "WatchedJournal", journal or (lambda unit, since: None))
     monkeypatch.setattr(guard, "api_key", lambda state_dir: "")
     monkeypatch.setattr(guard, "read_unit", lambda unit: {"n_restarts": 0})
 
@@ -615,6 +618,58 @@ def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=
     def sleep(seconds):
         clock[0] += seconds
     return guard.watch(str(tmp_path), "c0ffee", sleep=sleep), (acted or [None])[0], taken
+
+
+@pytest.mark.parametrize("record, now, refused", [
+    ({"until": T0 + 600}, T0 + 60, None),
+    ({"until": T0 + 600}, T0 + 600, "the host was down when its time ran out (it booted at 12:23:20)"),
+    ({"until": T0 + 600, "group": {"name": "grp_a", "node_rank": 0}}, T0 + 60,
+     "the host rebooted at 12:14:20: a server group's node does not watch alone (its peers' watches saw it go)"),
+], ids=["within its time: it goes on", "its time ran out while the host was down", "a server group's node"])
+def test_resume_refused(record, now, refused):
+    assert guard.resume_refused(record, now) == refused
+
+
+@pytest.mark.parametrize("group, until, resumed", [
+    (None, T0 + 600, True), (None, T0 + 30, False), ({"name": "grp_a", "node_rank": 0}, T0 + 600, False),
+], ids=["resumed", "its time ran out meanwhile", "a server group's node"])
+def test_a_host_that_boots_during_a_watch_resumes_it(tmp_path, monkeypatch, group, until, resumed):
+    guard.begin_watch(str(tmp_path), dict(PENDING, unit="sglang.service", group=group), WATCH_OPTIONS, T0)
+    guard.write_json(str(tmp_path / guard.WATCH), dict(guard.read_watch(str(tmp_path)), until=until))
+    ran = []
+    monkeypatch.setattr(guard, "systemctl", lambda *args: ran.append(args) or (0, "", ""))
+    line = guard.resume_watch(str(tmp_path), now=T0 + 60)
+    record = guard.read_watch(str(tmp_path))
+    assert guard.watching_now(record) == resumed and (record.get("resumed_at") == T0 + 60) == resumed, record
+    assert (("start", "--no-block", "sglang-guard-follow.service") in ran) == resumed, ran
+    assert (("disable", "sglang-guard-boot.service") in ran) != resumed, ran
+    if resumed:
+        assert line.endswith("the watch of DDTREE goes on until 12:23:20, once the server is back"), line
+        assert guard.watch_said(record, now=T0 + 61) == "watching DDTREE until 12:23:20 (resumed after the host's " \
+            "reboot at 12:14:20)"
+    else:
+        assert record["outcome"] == guard.SUPERSEDED and line.endswith(record["ended_why"]), (line, record)
+    # Booted again with no watch running: the boot unit is disabled, nothing else.
+    ran.clear()
+    if not resumed:
+        assert "nothing to do" in guard.resume_watch(str(tmp_path), now=T0 + 90)
+        assert ran == [("disable", "sglang-guard-boot.service")], ran
+
+
+@pytest.mark.parametrize("back, acted", [(None, False), ({"cause": "server_exited", "why": "x"}, True)],
+                         ids=["the server is back: the watch goes on", "it does not come back: a breach"])
+def test_a_resumed_watch_first_waits_for_the_server_to_come_back(tmp_path, monkeypatch, back, acted):
+    waited, since = [], []
+    monkeypatch.setattr(guard, "not_back", lambda record, key: waited.append(record["resumed_at"]) or back)
+    real = guard.WatchedJournal
+
+    def journal(unit, started):
+        since.append(started)
+        return real(unit, started)
+    line, breach, taken = watched(tmp_path, monkeypatch, [OK_PROBE] * 3, until=T0 + 25,
+                                  during=None, resumed_at=T0 + 5, journal=journal)
+    assert waited == [T0 + 5] and breach is back and bool(taken) != acted, (line, breach, taken)
+    assert since == ([] if acted else [T0 + 5]), "its journal read from the boot on"
 
 
 OK_PROBE = {"unit": "active", "generation": "ok"}

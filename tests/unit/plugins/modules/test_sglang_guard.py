@@ -209,6 +209,8 @@ def test_the_confirmation_begins_the_watch_and_ends_the_switch(
     record = guard.read_watch(str(tmp_path))
     assert guard.watching_now(record, "c0ffee") == watched and bool(said["watching_until"]) == watched
     assert (("start", "--no-block", "sglang-guard-follow.service") in ran) == watched, ran
+    # (The boot unit stays enabled while the watch runs: a reboot resumes it.)
+    assert (("disable", "sglang-guard-boot.service") in ran) != watched, ran
 
 
 @pytest.mark.parametrize("watch, held", [(WATCH, True), (None, False)], ids=["a watch asked", "none asked"])
