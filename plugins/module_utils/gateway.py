@@ -60,18 +60,20 @@ def error_text(status, body):
 
 
 # What put_back() says of its sequence.
-ALREADY, STILL_DRAINED, ROUTED, NOT_ROUTED = "already", "still_drained", "routed", "not_routed"
+ALREADY, STILL_DRAINED, ROUTED, NOT_ROUTED, REFUSED = "already", "still_drained", "routed", "not_routed", "refused"
+# put_back's `first` when the caller has not read the entry (None is an answer: no entry).
+UNREAD = object()
 
 
-def put_back(entry, post, wait, first=None):
+def put_back(entry, post, wait, first=UNREAD):
     """The worker back in the gateway's rotation, the one way smg takes it: a removal still
     draining ends first (smg answers POST /workers with 409 while the old entry is there, then
     drops it), then POST /workers, then until the gateway routes to it. The caller's I/O:
-    `entry()` reads the worker's entry (None when it has none), `post()` adds it, `wait(done)`
-    calls done() until it holds or the caller's time runs out, and says whether it held. `first`:
-    the entry the caller read already. Returns (ALREADY, STILL_DRAINED, ROUTED or NOT_ROUTED,
-    the last entry seen)."""
-    seen = [first if first is not None else entry()]
+    `entry()` reads the worker's entry (None when it has none), `post()` adds it (None, or why the
+    gateway refused), `wait(done)` calls done() until it holds or the caller's time runs out, and
+    says whether it held. `first`: the entry the caller read already. Returns (ALREADY,
+    STILL_DRAINED, ROUTED, NOT_ROUTED or REFUSED, the last entry seen - or the refusal)."""
+    seen = [entry() if first is UNREAD else first]
 
     def look():
         seen.append(entry())
@@ -82,5 +84,7 @@ def put_back(entry, post, wait, first=None):
         return STILL_DRAINED, seen[-1]
     if in_rotation(seen[-1]):
         return ALREADY, seen[-1]
-    post()
+    refused = post()
+    if refused:
+        return REFUSED, refused
     return (ROUTED if wait(lambda: in_rotation(look())) else NOT_ROUTED), seen[-1]

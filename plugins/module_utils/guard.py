@@ -607,10 +607,6 @@ def restore(state_dir, pending, sleep=time.sleep, link=None):
 REJOIN_WAIT = 30.0
 
 
-class GatewayRefused(Exception):
-    """The gateway refused to add the worker (its status said)."""
-
-
 def rejoin(gateway, worker_key, sleep=time.sleep):
     """Put the worker drained for the switch back into the gateway's rotation, as sglang_gateway
     does (gateway_rules.put_back), each wait at most REJOIN_WAIT seconds. None, or why it could not."""
@@ -619,15 +615,14 @@ def rejoin(gateway, worker_key, sleep=time.sleep):
 
     def post():
         status, _body = http_call("POST", gateway["url"].rstrip("/") + "/workers", headers, json.dumps(body))
-        if status not in (200, 201, 202, 409):
-            raise GatewayRefused("%s answered HTTP %d to POST /workers" % (gateway["url"], status))
+        return None if status in (200, 201, 202, 409) else "%s answered HTTP %d to POST /workers" % (gateway["url"], status)
     try:
-        outcome, _last = gateway_rules.put_back(lambda: worker_entry(gateway, headers), post,
-                                                lambda done: gateway_waits(done, sleep))
-    except GatewayRefused as exc:
-        return str(exc)
+        outcome, last = gateway_rules.put_back(lambda: worker_entry(gateway, headers), post,
+                                               lambda done: gateway_waits(done, sleep))
     except HTTP_ERRORS + (KeyError,) as exc:
         return "%s could not be reached: %s" % (gateway["url"], exc)
+    if outcome == gateway_rules.REFUSED:
+        return last
     if outcome == gateway_rules.STILL_DRAINED:
         return "%s still drained %s after %.0f s" % (gateway["url"], gateway["worker_url"], REJOIN_WAIT)
     if outcome == gateway_rules.NOT_ROUTED:
@@ -941,16 +936,19 @@ def watch_said(record, now=None):
         return "the watch of %s did not end by %s: its follower stopped (a reboot?)" % (
             variant, short_clock(float(record["until"])))
     if watching_now(record):
-        return "watching %s until %s%s" % (variant, short_clock(float(record["until"])), " (resumed after the host's "
-                                           "reboot at %s)" % short_clock(record["resumed_at"])
-                                           if record.get("resumed_at") else "")
+        return "watching %s until %s%s" % (variant, short_clock(float(record["until"])), resumed_said(record))
     if record.get("outcome") == CLEAN:
-        return "the watch of %s ended clean at %s" % ((record.get("variant") or "?").upper(),
-                                                      short_clock(float(record["ended"])))
+        return "the watch of %s ended clean at %s" % (variant, short_clock(float(record["ended"])))
     if record.get("outcome") == SUPERSEDED:
-        return "the watch of %s ended at %s: %s" % ((record.get("variant") or "?").upper(),
-                                                    short_clock(float(record["ended"])), record.get("ended_why"))
+        return "the watch of %s ended at %s: %s" % (variant, short_clock(float(record["ended"])), record.get("ended_why"))
     return None   # (restored: guard.json says it, with the restore)
+
+
+def resumed_said(record):
+    """" (resumed after the host's reboot at ...)" for a watch resumed at boot, else ""."""
+    if not record.get("resumed_at"):
+        return ""
+    return " (resumed after the host's reboot at %s)" % short_clock(record["resumed_at"])
 
 
 class WatchedJournal(object):
@@ -998,18 +996,23 @@ def metrics_text(url, key, timeout):
     return body.decode("utf-8", "replace") if status == 200 else ""
 
 
-# A watch's generation waits SGLang's own health timeout (20 s) and a margin before it says no answer.
-GENERATION_TIMEOUT = 25.0
+def server_environment(state_dir):
+    """The server's environment file (its unit's EnvironmentFile), or "" when unreadable."""
+    try:
+        with open(os.path.join(state_dir, "sglang.env")) as fh:
+            return fh.read()
+    except OSError:
+        return ""
 
 
-def probe(record, journal, key):
-    """One look at the confirmed server, for watch.observe()."""
+def probe(record, journal, key, waits):
+    """One look at the confirmed server, for watch.observe(); its generation waits `waits` s."""
     options = record["watch"]
     status = read_unit(record["unit"])
     said = {"time": time.time(), "unit": status["active_state"], "result": status["result"],
             "restarts": status["n_restarts"], "diagnosis": journal.read(), "generation": None, "metrics": None}
     if status["active_state"] == "active":
-        said["generation"], said["generation_evidence"] = generation(options["url"], key, GENERATION_TIMEOUT)
+        said["generation"], said["generation_evidence"] = generation(options["url"], key, waits)
         if options.get("metrics"):
             said["metrics"] = watching.metrics_figures(metrics_text(options["url"], key, 10.0))
     return said
@@ -1028,6 +1031,7 @@ def watch(state_dir, config_id, sleep=time.sleep, link=None):
     thresholds = watching.limits(options.get("limits"))
     interval = float(options.get("interval") or thresholds["interval"])
     key = api_key(state_dir)   # (the server's, written by its deploy: it does not change while it runs)
+    waits = watching.generation_timeout(server_environment(state_dir))
     if record.get("resumed_at"):
         # (After a reboot: the server starts with the host; the watch goes on once it is back.)
         lost = not_back(record, key)
@@ -1051,7 +1055,7 @@ def watch(state_dir, config_id, sleep=time.sleep, link=None):
             with Locked(state_dir):
                 ended = end_watch(state_dir, CLEAN, "its time ran out with no breach")
             return "inferops.sglang guard (watch): %s" % watch_said(ended or now_record)
-        looked = probe(record, journal, key)
+        looked = probe(record, journal, key, waits)
         if watching.stopped_cleanly(looked, restarts):
             with Locked(state_dir):
                 ended = end_watch(state_dir, SUPERSEDED, "%s was stopped cleanly at %s (a stop or a restart, not a failure): "

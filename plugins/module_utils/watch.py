@@ -198,6 +198,28 @@ def baseline_of(perf):
             "gate_accept_length": new.get("accept_length")}
 
 
+# SGLang's own health timeout (http_server.py: HEALTH_CHECK_TIMEOUT, env SGLANG_HEALTH_CHECK_TIMEOUT,
+# 20 s unless set): /health_generate answers 503 after it, so a probe waits that long and a margin
+# (its 1 s polling, the HTTP work) before it says the request hangs.
+SGLANG_HEALTH_TIMEOUT, HANG_MARGIN = 20.0, 5.0
+
+
+def generation_timeout(environment_text):
+    """How long the watch's generation probe waits for an answer, from the server's environment
+    file (KEY=VALUE lines): SGLang's health timeout there, or its default, plus HANG_MARGIN. (A
+    fixed wait would call a server whose operator raised it - long prefills, sgl-project/sglang#22511 -
+    hung, though it answers.)"""
+    given = SGLANG_HEALTH_TIMEOUT
+    for line in (environment_text or "").splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key.strip() == "SGLANG_HEALTH_CHECK_TIMEOUT":
+            try:
+                given = float(value.strip().strip("'\""))
+            except ValueError:
+                given = SGLANG_HEALTH_TIMEOUT   # (SGLang's int() would not start; keep its default)
+    return max(given, 0.0) + HANG_MARGIN
+
+
 def hhmmss(epoch):
     return time.strftime("%H:%M:%S", time.gmtime(epoch)) if epoch else "?"
 

@@ -220,6 +220,13 @@ class Gateway:
                                       self.params["drain_timeout"])
         return result
 
+    def add_worker(self):
+        """POST /workers; a refusal fails the module with the gateway's own error (so None)."""
+        body = {"url": self.params["worker_url"]}
+        if self.params["worker_api_key"]:
+            body["api_key"] = self.params["worker_api_key"]
+        self.call("POST", self.params["url"].rstrip("/") + "/workers", body, key=self.params["api_key"])
+
     def present(self):
         worker = self.entry()
         if in_rotation(worker):
@@ -228,13 +235,8 @@ class Gateway:
         if self.module.check_mode:
             return dict(changed=True, worker=worker, in_flight=None, cut=0, drained_in=0.0,
                         msg="%s: would be put back into rotation" % self.params["worker_url"])
-        body = {"url": self.params["worker_url"]}
-        if self.params["worker_api_key"]:
-            body["api_key"] = self.params["worker_api_key"]
-        outcome, last = put_back(
-            self.entry, lambda: self.call("POST", self.params["url"].rstrip("/") + "/workers", body,
-                                          key=self.params["api_key"]),
-            lambda done: self.wait(done, self.params["timeout"]), first=worker)
+        outcome, last = put_back(self.entry, self.add_worker, lambda done: self.wait(done, self.params["timeout"]),
+                                 first=worker)
         if outcome == STILL_DRAINED:
             self.fail("%s: the gateway %s still drains its earlier entry after %s s; last seen: %s"
                       % (self.params["worker_url"], self.params["url"], self.params["timeout"], last), worker=last)

@@ -87,3 +87,16 @@ def test_put_back_waits_for_the_removal_then_adds_and_waits_for_the_route(entrie
     said, last = gateway.put_back(entry, lambda: posts.append(1), wait)
     assert (said, bool(posts)) == (outcome, posted)
     assert last == (READY if outcome in (gateway.ALREADY, gateway.ROUTED) else entries[-1])
+
+
+def test_put_back_stops_at_a_refusal_and_reads_no_entry_twice():
+    reads = []
+
+    def entry():
+        reads.append(1)
+        return READY
+    # The caller read the entry already and the gateway listed none (the usual rejoin after a
+    # drain): no second read before the POST; the gateway's refusal ends it, said as it was.
+    said, why = gateway.put_back(entry, lambda: "the gateway answered HTTP 400 to POST /workers",
+                                 lambda done: done(), first=None)
+    assert (said, why, reads) == (gateway.REFUSED, "the gateway answered HTTP 400 to POST /workers", [])

@@ -594,9 +594,11 @@ def test_a_watch_begins_with_the_switchs_record_and_is_ended_once(tmp_path):
     assert "watch" not in summary and summary["said"] == guard.watch_said(ended), "no gateway key in the facts"
 
 
-def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=None, resumed_at=None, journal=None):
+def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=None, resumed_at=None, journal=None,
+            waits=None):
     """The follower's watch over `probes` (one per interval), the clock one interval per probe:
-    (its line, the breach it acted on or None, the probes taken). `during(n)` runs at probe n."""
+    (its line, the breach it acted on or None, the probes taken). `during(n)` runs at probe n;
+    `waits` gets how long each probe's generation may wait."""
     guard.begin_watch(str(tmp_path), dict(pending or PENDING, unit="sglang.service"), WATCH_OPTIONS, T0)
     record = guard.read_watch(str(tmp_path))
     guard.write_json(str(tmp_path / guard.WATCH), dict(record, until=until, **(
@@ -607,8 +609,9 @@ def watched(tmp_path, monkeypatch, probes, until=T0 + 600, pending=None, during=
     monkeypatch.setattr(guard, "api_key", lambda state_dir: "")
     monkeypatch.setattr(guard, "read_unit", lambda unit: {"n_restarts": 0})
 
-    def probe(record, journal, key):
+    def probe(record, journal, key, generation_waits):
         taken.append(clock[0])
+        (waits if waits is not None else []).append(generation_waits)
         if during:
             during(len(taken))
         return dict(probes[len(taken) - 1], time=clock[0])
@@ -713,10 +716,23 @@ def test_a_watch_with_no_breach_ends_clean_when_its_time_runs_out(tmp_path, monk
     assert guard.read_watch(str(tmp_path))["outcome"] == "clean"
 
 
+@pytest.mark.parametrize("environment, waits", [
+    (None, 25.0), ("PYTHONUNBUFFERED=1\nSGLANG_HEALTH_CHECK_TIMEOUT=60\n", 65.0)],
+    ids=["SGLang's default 20 s", "raised by its operator"])
+def test_a_generation_waits_as_long_as_the_servers_own_health_timeout(tmp_path, monkeypatch, environment, waits):
+    # (The server's environment file, as its unit reads it: a health request is called hung only
+    # once SGLang's own timeout and a margin went by without an answer.)
+    if environment:
+        (tmp_path / "sglang.env").write_text(environment)
+    seen = []
+    watched(tmp_path, monkeypatch, [OK_PROBE] * 3, until=T0 + 25, waits=seen)
+    assert seen and set(seen) == {waits}
+
+
 def test_a_watch_another_ended_stops_without_acting(tmp_path, monkeypatch):
     probes, taken = [OK_PROBE] * 3, []
 
-    def superseded_after_two(record, journal, key):
+    def superseded_after_two(record, journal, key, waits):
         taken.append(1)
         if len(taken) == 2:
             guard.end_watch(str(tmp_path), guard.SUPERSEDED, "the next deploy took it as the known-good at 12:14:00")

@@ -135,6 +135,19 @@ def test_a_unit_stopped_on_purpose_ends_the_watch_and_a_failure_does_not(unit, r
     assert watch.stopped_cleanly({"unit": unit, "result": result, "restarts": restarts}, 0) == stopped
 
 
+@pytest.mark.parametrize("environment, waits", [
+    ("", 25.0),                                                    # SGLang's 20 s and the margin
+    ("# Ansible managed\nPYTHONUNBUFFERED=1\nHF_HUB_OFFLINE=1\n", 25.0),
+    ("SGLANG_HEALTH_CHECK_TIMEOUT=3\n", 8.0),                      # the lab's rows
+    ("SGLANG_HEALTH_CHECK_TIMEOUT=120\n", 125.0),                  # raised for long prefills: not a hang
+    ("SGLANG_HEALTH_CHECK_TIMEOUT=\"60\"\n", 65.0),
+    ("SGLANG_HEALTH_CHECK_TIMEOUT=soon\n", 25.0),                  # SGLang would not start on it
+    ("MY_SGLANG_HEALTH_CHECK_TIMEOUT=90\n", 25.0),
+])
+def test_a_generation_waits_sglangs_own_health_timeout_and_a_margin(environment, waits):
+    assert watch.generation_timeout(environment) == waits
+
+
 def test_thresholds_are_checked_by_name():
     assert watch.limits({"generation_failures": 5, "speed_ratio": None})["generation_failures"] == 5
     assert watch.limits({"speed_ratio": None})["speed_ratio"] == watch.DEFAULTS["speed_ratio"]
