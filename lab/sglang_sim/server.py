@@ -611,6 +611,22 @@ class Server:
             time.sleep(float(crash))
             self.crash_now()
 
+    def loop_stopped(self):
+        """The `tokenizer_hang` fault ({"when_file": ...}): once that file exists, the main
+        process's event loop - uvicorn's and the TokenizerManager's, one asyncio loop
+        (http_server.py) - no longer turns: a synchronous call blocks it (request preprocessing,
+        sgl-project/sglang#30770; a tokenizer hang, #40809). Every connection is accepted by the
+        kernel and none is answered - /health, /health_generate, /generate, /metrics - while the
+        schedulers run on, and nothing is logged (#30314: "no error in logs"; 0.5.23 has no
+        watchdog on that loop, #36900)."""
+        trigger = (self.faults.get("tokenizer_hang") or {}).get("when_file")
+        return bool(trigger) and os.path.exists(trigger)
+
+    @staticmethod
+    def blocked_for_ever():
+        while True:
+            time.sleep(3600)
+
     def crash_once_exists(self, path):
         """The crash_when_file fault: the crash comes when a test says (the file appears), so that
         it follows an event the test orders it after (a controller killed while the gate waits),
@@ -704,6 +720,8 @@ class Server:
         threading.Thread(target=self.warm_up, daemon=True).start()
 
         def on_sigterm(signum, frame):
+            if self.loop_stopped():
+                return   # (its handler runs on the blocked loop: systemd's stop timeout kills the tree)
             Log.line("SIGTERM received. signum=%d frame=%r. Draining requests and shutting down..." % (signum, frame))
             self.stopping = True
             threading.Thread(target=self.drain_then_stop, args=(httpd,), daemon=True).start()
@@ -889,6 +907,8 @@ def make_handler(server):
 
         def do_GET(self):  # noqa: N802
             path = self.path.split("?")[0]
+            if server.loop_stopped():
+                server.blocked_for_ever()
             if not self.authorized():
                 return
             if path in ("/health", "/health_generate"):
@@ -923,6 +943,8 @@ def make_handler(server):
 
         def do_POST(self):  # noqa: N802
             path = self.path.split("?")[0]
+            if server.loop_stopped():
+                server.blocked_for_ever()
             if not self.authorized():
                 return
             try:
@@ -981,6 +1003,8 @@ def make_handler(server):
             interval, started = 1.0 / server.rate(self.kind), time.monotonic()
             server.forward()   # every rank takes part in each step: a hung rank stops them all
             for i in range(n):
+                if server.loop_stopped():
+                    server.blocked_for_ever()   # (a stream in flight stalls with the loop that writes it)
                 delay = started + (i + 1) * interval - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)

@@ -1,8 +1,9 @@
 """The watch after the gates: a DDTREE switch on ct200 passes its gates and is confirmed, and the
 host goes on watching it by itself (sglang_watch_duration). When the server fails later - a crash,
-a hung scheduler, a rank that dies, traffic on which it is slower than NEXTN - the host names it
-and restores NEXTN, the known-good the switch kept, with no controller; status.yml says what the
-watch does and what it did, and the configuration is on the record as rolled back.
+a hung scheduler, a health request that hangs, a rank that dies, traffic on which it is slower
+than NEXTN - the host names it and restores NEXTN, the known-good the switch kept, with no
+controller; status.yml says what the watch does and what it did, and the configuration is on
+the record as rolled back.
 
 Each row runs behind the real smg (its own retries on, as operators run it), in front of ct200
 and ct129 (NEXTN) on their lab addresses, under a bounded load through it: the watch takes ct200
@@ -193,6 +194,21 @@ def test_a_scheduler_that_hangs_behind_a_live_http_server_is_replaced_after_its_
     breach = result["breach"]
     assert breach["cause"] == "generation_failed" and "GET /health_generate answered 503" in breach["evidence"], breach
     assert breach["why"].startswith("3 generations in a row failed since "), breach
+
+
+def test_a_health_request_that_hangs_is_a_failed_generation_and_the_server_is_replaced(nextn):
+    # The main process's event loop stops turning minutes into serving (a synchronous call blocks
+    # it, sglang#30770, #40809): every request is accepted and none is answered, nothing is
+    # logged, the schedulers run on. The watch's generation waits SGLang's own health timeout (3 s
+    # here) and its margin, then calls it failed; three in a row restore NEXTN. (uvicorn's SIGTERM
+    # handler runs on the stopped loop; the stop's SIGTERM to the control group ends the schedulers,
+    # and SGLang's subprocess watchdog, a thread of its own, the rest.)
+    # (The crash row recorded this DDTREE as rolled back: it is retried on purpose.)
+    result = watched_then_failed(nextn, {"tokenizer_hang": {"when_file": CRASH_FILE}},
+                                 dict(QUICK_HEALTH, sglang_retry_rolled_back=True), "a health request that hangs")
+    breach = result["breach"]
+    assert breach["cause"] == "generation_failed" and breach["why"].startswith("3 generations in a row failed "), breach
+    assert re.match(r"GET /health_generate: no answer in 8\.\d s ", breach["evidence"]), breach
 
 
 def test_a_rank_that_dies_late_is_named_with_torchs_rank_and_replaced(nextn):
