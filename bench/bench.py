@@ -445,16 +445,21 @@ WATCH_INTERVAL = 2
 # is set off (None: the LATE file). Each row's goal for naming it: a state that cannot serve within two probes; a scheduler that no
 # longer answers after the watch's 3 failed generations in a row (no single blip restores), each
 # SGLang's own health timeout (3 s here), its handler's 1 s, and the interval.
+QUICK_HEALTH = {"sglang_service_timeout_stop_sec": 10, "sglang_service_environment": {
+    "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "SGLANG_HEALTH_CHECK_TIMEOUT": "3"}}
 WATCH_ROWS = (
     ("a crash after the settle window", {"crash_when_file": LATE, "only_algorithm": "DDTREE"}, {},
      "named within 2 probes (%d s)" % (2 * WATCH_INTERVAL), None),
     ("a dead scheduler behind a live HTTP server", {"rank_hang": {"rank": 0, "when_file": LATE},
-                                                    "only_algorithm": "DDTREE"},
-     {"sglang_service_timeout_stop_sec": 10, "sglang_service_environment": {
-         "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
-         "SGLANG_HEALTH_CHECK_TIMEOUT": "3"}},
+                                                    "only_algorithm": "DDTREE"}, QUICK_HEALTH,
      "named after 3 failed generations in a row, each 3 s + 1 s + the %d s interval (%d s)"
      % (WATCH_INTERVAL, 3 * (3 + 1 + WATCH_INTERVAL)), None),
+    # (The main process's event loop stops: no request is answered, nothing is logged. A probe
+    # waits SGLang's own health timeout and the watch's 5 s margin before it calls it failed.)
+    ("a health request that hangs (the main process's event loop stopped)",
+     {"tokenizer_hang": {"when_file": LATE}, "only_algorithm": "DDTREE"}, QUICK_HEALTH,
+     "named after 3 generations with no answer in a row, each 3 s + the 5 s margin + the %d s interval (%d s)"
+     % (WATCH_INTERVAL, 3 * (3 + 5 + WATCH_INTERVAL)), None),
     # (Rank 3 dies at the next forward once the file exists - the next probe's generation - and
     # SGLang's subprocess watchdog, a look each second, ends the server: then two probes.)
     ("a rank that dies late (torch's NCCL watchdog on rank 3)",
