@@ -721,7 +721,9 @@ class Server:
 
         def on_sigterm(signum, frame):
             if self.loop_stopped():
-                return   # (its handler runs on the blocked loop: systemd's stop timeout kills the tree)
+                # (uvicorn's handler runs on the stopped loop: the stop's SIGTERM to the whole control
+                # group ends the schedulers, and the subprocess watchdog, a thread, the rest.)
+                return
             Log.line("SIGTERM received. signum=%d frame=%r. Draining requests and shutting down..." % (signum, frame))
             self.stopping = True
             threading.Thread(target=self.drain_then_stop, args=(httpd,), daemon=True).start()
