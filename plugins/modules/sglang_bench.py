@@ -23,6 +23,11 @@ description:
     C(meta_info) when the server reports it.
   - With O(baseline) (an earlier result of this module), also returns the ratio of the two
     output token rates; the C(sglang_service) role's performance gate uses it.
+  - With O(workload) or O(workload_file) it sends a user's own traffic instead (each request its
+    own prompt and answer length), and with O(rate) it sends open-loop, at that many requests a
+    second (the workload's own arrivals scaled to it, else a Poisson process), as SGLang's
+    C(bench_serving) sends. With O(slo) it also returns the step's goodput under latency targets
+    (RV(step)), as SGLang's benchmark counts it.
   - Fails when more than O(max_errors) requests fail, with the server's own error.
   - Changes nothing on the host.
 author:
@@ -49,14 +54,50 @@ options:
     default: true
   requests:
     description:
-      - Measured requests (the prompt set is cycled).
+      - Measured requests (the prompt set, or the workload, is cycled).
+      - 16 when not set, or with O(workload) every request of it once.
     type: int
-    default: 16
   concurrency:
     description:
       - Requests in flight at once.
+      - With O(rate), the most in flight at once: a request due while that many are in flight
+        waits for one to end, and its times count from when it was due (its user waits too).
     type: int
     default: 4
+  rate:
+    description:
+      - Requests a second, sent open-loop (each when it is due, whatever is in flight).
+      - Without it, each request goes as soon as one of O(concurrency) is free (a closed loop),
+        or with O(workload)'s own arrivals when it has them.
+    type: float
+  seed:
+    description:
+      - The seed of the Poisson arrivals at O(rate): two steps with one seed send at the same moments.
+    type: int
+    default: 0
+  workload:
+    description:
+      - The requests to send, as C(inferops.sglang) reads a workload file (each C(prompt) or
+        C(input_len), C(max_new_tokens), optionally C(arrival) and C(kind)).
+      - Mutually exclusive with O(prompts) and O(workload_file).
+    type: list
+    elements: dict
+  workload_file:
+    description:
+      - A file on the controller with the requests to send, one JSON object a line (C(prompt) or
+        C(input_len), C(max_new_tokens) or C(output_len), optionally C(arrival) in seconds and
+        C(kind)), or a ShareGPT file (one JSON array of conversations), as SGLang's own
+        benchmark reads them. At most 64 MiB.
+      - Read and checked on the controller before any request is sent; a line that does not
+        parse is named with its field, never printed.
+      - Mutually exclusive with O(prompts) and O(workload).
+    type: path
+  slo:
+    description:
+      - Latency targets in milliseconds, C(ttft_p99_ms) and C(itl_p99_ms) (either or both), and
+        C(error_budget), the fraction of requests that may fail (0 unless given).
+      - With them the result has RV(step), the step's goodput and whether it met them.
+    type: dict
   max_new_tokens:
     description:
       - Output tokens per request.
@@ -128,6 +169,16 @@ EXAMPLES = r"""
     that: candidate_speed.ratio >= 1.0
     fail_msg: "{{ candidate_speed.output_tokens_per_s }} tok/s is {{ candidate_speed.ratio }}x the known-good"
 
+- name: One load step of the user's own traffic at 6 requests a second, against latency targets
+  inferops.sglang.sglang_bench:
+    workload_file: files/traffic.jsonl
+    rate: 6
+    concurrency: 64
+    slo: {ttft_p99_ms: 2000, itl_p99_ms: 60}
+  register: load_step
+- name: Say whether it met them
+  ansible.builtin.debug:
+    msg: "goodput {{ load_step.step.goodput }} req/s, p99 TTFT {{ load_step.step.ttft_p99_ms }} ms, met: {{ load_step.step.meets }}"
 - name: Chat completions without streaming (no TTFT figures)
   inferops.sglang.sglang_bench:
     api: chat
@@ -208,10 +259,23 @@ ratio:
   type: float
   sample: 1.24
 workload:
-  description: What was sent (api, stream, requests, concurrency, max_new_tokens, warmup, prompt count).
+  description:
+    - What was sent (api, stream, requests, concurrency, max_new_tokens, warmup, prompt count), and
+      the rate and seed; with a workload, its summary (sizes, kinds, its own arrival rate) instead
+      of one max_new_tokens.
   returned: always
   type: dict
-  sample: {api: generate, stream: true, requests: 16, concurrency: 4, max_new_tokens: 128, warmup: 2, prompts: 16}
+  sample: {api: generate, stream: true, requests: 16, concurrency: 4, max_new_tokens: 128, warmup: 2, prompts: 16,
+           rate: null, seed: 0}
+step:
+  description:
+    - With O(slo), the step against the targets - C(rate), C(sent), C(failed), C(meets) (the p99s
+      within the targets and the failures within the budget), C(goodput) (requests that met every
+      target, a second), C(ttft_p99_ms), C(itl_p99_ms), C(tok_s) and C(accept_length).
+  returned: when O(slo) is set and requests were sent
+  type: dict
+  sample: {rate: 6.0, sent: 120, failed: 0, meets: true, goodput: 5.8, ttft_p99_ms: 1840.2, itl_p99_ms: 41.3,
+           tok_s: 702.4, accept_length: 5.2}
 summary:
   description: The figures worth keeping (tokens/s, requests/s, latencies, accept length, counts, workload), for records and reports.
   returned: success
@@ -237,6 +301,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.http_client import HTTPConnection, HTTPException, HTTPSConnection
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
+from ansible_collections.inferops.sglang.plugins.module_utils import goodput, workload as traffic
 from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import (
     APIS, PROMPTS, auth_headers, chunk_tokens, endpoint, ratio, request_body, sse_payload, summarize,
 )
@@ -285,13 +350,14 @@ class Client:
             return HTTPSConnection(self.netloc, timeout=timeout, context=self.context)
         return HTTPConnection(self.netloc, timeout=timeout)
 
-    def one(self, prompt):
-        """Send one request and time it; never raises."""
+    def one(self, item, due=None):
+        """Send one request, an item (prompt, max_new_tokens), and time it from when it was due
+        (now, unless given); never raises."""
         params, api = self.params, self.params["api"]
-        body = json.dumps(request_body(api, prompt, params["max_new_tokens"], params["stream"], params["model"]))
+        body = json.dumps(request_body(api, item[0], item[1], params["stream"], params["model"]))
         record = {"ok": False, "tokens": 0, "ttft": None, "itl": [], "latency": None, "accept_length": None,
                   "error": None}
-        started = time.monotonic()
+        started = time.monotonic() if due is None else due
         conn = self.connect()
         try:
             conn.request("POST", self.path, body=body.encode("utf-8"), headers=self.headers)
@@ -335,27 +401,81 @@ class Client:
             if accept is not None:
                 record["accept_length"] = accept
 
-    def run(self, prompts, concurrency):
-        """Send the prompts with `concurrency` in flight; the records and the wall time."""
-        records, lock, queue = [], threading.Lock(), list(prompts)
+    def run(self, items, concurrency):
+        """Send the items with `concurrency` in flight; the records and the wall time."""
+        records, lock, queue = [], threading.Lock(), list(items)
 
         def worker():
             while True:
                 with lock:
                     if not queue:
                         return
-                    prompt = queue.pop(0)
-                record = self.one(prompt)
+                    item = queue.pop(0)
+                record = self.one(item)
                 with lock:
                     records.append(record)
 
         started = time.monotonic()
-        threads = [threading.Thread(target=worker) for dummy in range(max(1, min(concurrency, len(prompts))))]
+        threads = [threading.Thread(target=worker) for dummy in range(max(1, min(concurrency, len(items))))]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         return records, time.monotonic() - started
+
+    def run_at(self, items, moments, concurrency):
+        """Send each item when it is due (`moments`, seconds from now), whatever is in flight, at
+        most `concurrency` at once; the records and the wall time."""
+        records, lock, slots, threads = [], threading.Lock(), threading.BoundedSemaphore(concurrency), []
+
+        def send(item, due):
+            try:
+                record = self.one(item, due)
+            finally:
+                slots.release()
+            with lock:
+                records.append(record)
+
+        started = time.monotonic()
+        for item, moment in zip(items, moments):
+            due = started + moment
+            if due > time.monotonic():
+                time.sleep(due - time.monotonic())
+            slots.acquire()
+            threads.append(threading.Thread(target=send, args=(item, due)))
+            threads[-1].start()
+        for thread in threads:
+            thread.join()
+        return records, time.monotonic() - started
+
+
+def requests_of(params):
+    """The requests to send, each (prompt, max_new_tokens, due moment or None), the warm-up's and
+    what the result says of them; or a problem to fail with."""
+    if params["workload"] is None:
+        prompts = params["prompts"] or list(PROMPTS)
+        if not all(prompt.strip() for prompt in prompts):
+            return None, "prompts must not be empty"
+        asked = [{"prompt": prompt, "max_new_tokens": params["max_new_tokens"], "arrival": None} for prompt in prompts]
+        said = {"max_new_tokens": params["max_new_tokens"], "prompts": len(prompts)}
+    else:
+        asked, problems = [], []
+        for index, entry in enumerate(params["workload"]):
+            request, problem = traffic.request_of(entry)
+            if problem:
+                problems.append("workload[%d]: %s" % (index, problem))
+            elif request:
+                asked.append(request)
+        if problems or not asked:
+            return None, "; ".join(problems[:traffic.MAX_PROBLEMS]) or "workload holds no request"
+        said = traffic.summary(asked)
+    count = params["requests"] or (len(asked) if params["workload"] is not None else 16)
+    chosen = [asked[i % len(asked)] for i in range(count)]
+    items = [(traffic.prompt_of(request), request["max_new_tokens"]) for request in chosen]
+    warm = [items[i % len(items)] for i in range(params["warmup"])]
+    moments = traffic.schedule(chosen, params["rate"], params["seed"]) if chosen[0]["arrival"] is not None or \
+        params["rate"] else None
+    return (items, warm, moments, said), None
 
 
 def main():
@@ -364,8 +484,13 @@ def main():
             url=dict(type="str", default="http://127.0.0.1:30000"),
             api=dict(type="str", choices=list(APIS), default="generate"),
             stream=dict(type="bool", default=True),
-            requests=dict(type="int", default=16),
+            requests=dict(type="int"),
             concurrency=dict(type="int", default=4),
+            rate=dict(type="float"),
+            seed=dict(type="int", default=0),
+            workload=dict(type="list", elements="dict"),
+            workload_file=dict(type="path"),
+            slo=dict(type="dict"),
             max_new_tokens=dict(type="int", default=128, no_log=False),
             warmup=dict(type="int", default=2),
             model=dict(type="str", default="default"),
@@ -377,18 +502,28 @@ def main():
             max_errors=dict(type="int", default=0),
             baseline=dict(type="dict"),
         ),
+        mutually_exclusive=[("prompts", "workload", "workload_file")],
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
-    prompts = params["prompts"] or list(PROMPTS)
     workload = {"api": params["api"], "stream": params["stream"], "requests": params["requests"],
-                "concurrency": params["concurrency"], "max_new_tokens": params["max_new_tokens"],
-                "warmup": params["warmup"], "prompts": len(prompts)}
+                "concurrency": params["concurrency"], "warmup": params["warmup"], "rate": params["rate"],
+                "seed": params["seed"]}
     base = dict(changed=False, workload=workload, ratio=None)
-    bad = [name for name in ("requests", "concurrency", "max_new_tokens") if params[name] < 1]
-    if bad or params["warmup"] < 0 or not all(p.strip() for p in prompts):
-        module.fail_json(msg="requests, concurrency and max_new_tokens must be at least 1, warmup at least 0 and "
-                         "prompts not empty (got %s)" % workload, elapsed=0.0, **base)
+    if params["workload_file"]:
+        module.fail_json(msg="workload_file is read on the controller by the sglang_bench action: call the module "
+                         "as inferops.sglang.sglang_bench, not through a plain module run", elapsed=0.0, **base)
+    problems = ["%s must be at least 1" % name for name in ("requests", "concurrency", "max_new_tokens")
+                if params[name] is not None and params[name] < 1]
+    problems += ["warmup must be at least 0"] if params["warmup"] < 0 else []
+    problems += ["rate must be above 0 requests a second"] if params["rate"] is not None and params["rate"] <= 0 else []
+    problems += goodput.slo_problems(params["slo"]) if params["slo"] is not None else []
+    sending, problem = requests_of(params) if not problems else (None, None)
+    problems += [problem] if problem else []
+    if problems:
+        module.fail_json(msg="; ".join(problems), elapsed=0.0, **base)
+    items, warm, moments, said = sending
+    workload.update(said, requests=len(items))
     if module.check_mode:
         module.exit_json(skipped_in_check_mode=True, elapsed=0.0, **base)
 
@@ -396,18 +531,22 @@ def main():
         client = Client(params)
     except ValueError as exc:
         module.fail_json(msg=str(exc), elapsed=0.0, **base)
-    warm, dummy = client.run([prompts[i % len(prompts)] for i in range(params["warmup"])], params["concurrency"])
-    measured, wall = client.run([prompts[i % len(prompts)] for i in range(params["requests"])],
-                                params["concurrency"])
+    warm, dummy = client.run(warm, params["concurrency"])
+    if moments is None:
+        measured, wall = client.run(items, params["concurrency"])
+    else:
+        measured, wall = client.run_at(items, moments, params["concurrency"])
     result = summarize(measured, wall)
     result.update(changed=False, workload=workload)
+    if params["slo"] is not None:
+        result["step"] = goodput.step(params["rate"], measured, wall, params["slo"])
     result["ratio"] = ratio(result, params["baseline"])
     result["warmup_errors"] = sum(1 for r in warm if not r["ok"])
     result["elapsed"] = round(time.monotonic() - started, 3)
     result["summary"] = dict((key, result[key]) for key in SUMMARY_KEYS)
     if result["errors"] > params["max_errors"]:
         module.fail_json(msg="%s: %d of %d requests failed (at most %d allowed): %s" % (
-            client.url, result["errors"], params["requests"], params["max_errors"],
+            client.url, result["errors"], len(items), params["max_errors"],
             "; ".join(result["error_samples"])), **result)
     module.exit_json(**result)
 
