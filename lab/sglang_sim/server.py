@@ -627,6 +627,12 @@ class Server:
         while True:
             time.sleep(3600)
 
+    def block_if_stopped(self):
+        """What each request handler meets first, and a stream before each token: a stopped loop
+        answers nothing, ever."""
+        if self.loop_stopped():
+            self.blocked_for_ever()
+
     def crash_once_exists(self, path):
         """The crash_when_file fault: the crash comes when a test says (the file appears), so that
         it follows an event the test orders it after (a controller killed while the gate waits),
@@ -909,8 +915,7 @@ def make_handler(server):
 
         def do_GET(self):  # noqa: N802
             path = self.path.split("?")[0]
-            if server.loop_stopped():
-                server.blocked_for_ever()
+            server.block_if_stopped()
             if not self.authorized():
                 return
             if path in ("/health", "/health_generate"):
@@ -945,8 +950,7 @@ def make_handler(server):
 
         def do_POST(self):  # noqa: N802
             path = self.path.split("?")[0]
-            if server.loop_stopped():
-                server.blocked_for_ever()
+            server.block_if_stopped()
             if not self.authorized():
                 return
             try:
@@ -1005,8 +1009,7 @@ def make_handler(server):
             interval, started = 1.0 / server.rate(self.kind), time.monotonic()
             server.forward()   # every rank takes part in each step: a hung rank stops them all
             for i in range(n):
-                if server.loop_stopped():
-                    server.blocked_for_ever()   # (a stream in flight stalls with the loop that writes it)
+                server.block_if_stopped()   # (a stream in flight stalls with the loop that writes it)
                 delay = started + (i + 1) * interval - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)

@@ -901,11 +901,12 @@ def resume_watch(state_dir, now=None):
     now = time.time() if now is None else now
     with Locked(state_dir):
         record = read_watch(state_dir)
+        boot = guard_units(record["unit"])[2] if record else None
         if not watching_now(record):
-            if record:
-                systemctl("disable", guard_units(record["unit"])[2])
+            if boot:
+                systemctl("disable", boot)
             return "inferops.sglang guard (boot): no switch is pending and no watch runs; nothing to do"
-        variant, boot = (record.get("variant") or "?").upper(), guard_units(record["unit"])[2]
+        variant = (record.get("variant") or "?").upper()
         why = resume_refused(record, now)
         if why:
             end_watch(state_dir, SUPERSEDED, why)
@@ -1077,7 +1078,7 @@ def not_back(record, key):
     if ok:
         return None
     named = diagnose(record["unit"]) or {}
-    evidence = named["evidence"][0].get("match") if named.get("evidence") else error
+    evidence = watching.first_evidence(named) or error
     return watching.found(named.get("cause") or watching.UNIT_DOWN, {"time": time.time()}, evidence, named.get("rank"),
                           "%s did not come back after the host's reboot" % (record.get("variant") or "?").upper())
 
