@@ -32,20 +32,19 @@ SLO_KEYS = TARGETS + ("error_budget",)
 PRECISION = 0.1
 
 
-def slo_problems(slo):
-    """Every problem of sglang_tune_slo, each saying what to write; [] when none."""
+def slo_problems(slo, name="sglang_tune_slo"):
+    """Every problem of the targets (the variable or option `name`), each saying what to write;
+    [] when none."""
     if not isinstance(slo, dict):
-        return ["sglang_tune_slo must be a mapping such as {ttft_p99_ms: 2000, itl_p99_ms: 50}"]
-    said = ["sglang_tune_slo.%s: the targets are %s" % (key, ", ".join(SLO_KEYS))
-            for key in sorted(set(slo) - set(SLO_KEYS))]
+        return ["%s must be a mapping such as {ttft_p99_ms: 2000, itl_p99_ms: 50}" % name]
+    said = ["%s.%s: the targets are %s" % (name, key, ", ".join(SLO_KEYS)) for key in sorted(set(slo) - set(SLO_KEYS))]
     for key in TARGETS:
         if key in slo and not (_number(slo[key]) and slo[key] > 0):
-            said.append("sglang_tune_slo.%s: %r must be a number of milliseconds above 0" % (key, slo[key]))
+            said.append("%s.%s: %r must be a number of milliseconds above 0" % (name, key, slo[key]))
     if "error_budget" in slo and not (_number(slo["error_budget"]) and 0 <= slo["error_budget"] < 1):
-        said.append("sglang_tune_slo.error_budget: %r must be a fraction from 0 up to 1, such as 0.01"
-                    % (slo["error_budget"],))
+        said.append("%s.error_budget: %r must be a fraction from 0 up to 1, such as 0.01" % (name, slo["error_budget"]))
     if not any(key in slo for key in TARGETS):
-        said.append("sglang_tune_slo: give ttft_p99_ms or itl_p99_ms, or both")
+        said.append("%s: give ttft_p99_ms or itl_p99_ms, or both" % name)
     return said
 
 

@@ -261,12 +261,11 @@ ratio:
 workload:
   description:
     - What was sent (api, stream, requests, concurrency, max_new_tokens, warmup, prompt count), and
-      the rate and seed; with a workload, its summary (sizes, kinds, its own arrival rate) instead
+      the rate and seed when O(rate) is set; with a workload, its summary (sizes, kinds, its own arrival rate) instead
       of one max_new_tokens.
   returned: always
   type: dict
-  sample: {api: generate, stream: true, requests: 16, concurrency: 4, max_new_tokens: 128, warmup: 2, prompts: 16,
-           rate: null, seed: 0}
+  sample: {api: generate, stream: true, requests: 16, concurrency: 4, max_new_tokens: 128, warmup: 2, prompts: 16}
 step:
   description:
     - With O(slo), the step against the targets - C(rate), C(sent), C(failed), C(meets) (the p99s
@@ -506,9 +505,11 @@ def main():
         supports_check_mode=True,
     )
     params, started = module.params, time.monotonic()
+    # (What a recorded baseline is compared by: a setting left out stays out, rate and seed too.)
     workload = {"api": params["api"], "stream": params["stream"], "requests": params["requests"],
-                "concurrency": params["concurrency"], "warmup": params["warmup"], "rate": params["rate"],
-                "seed": params["seed"]}
+                "concurrency": params["concurrency"], "warmup": params["warmup"]}
+    if params["rate"] is not None:
+        workload.update(rate=params["rate"], seed=params["seed"])
     base = dict(changed=False, workload=workload, ratio=None)
     if params["workload_file"]:
         module.fail_json(msg="workload_file is read on the controller by the sglang_bench action: call the module "
@@ -517,7 +518,7 @@ def main():
                 if params[name] is not None and params[name] < 1]
     problems += ["warmup must be at least 0"] if params["warmup"] < 0 else []
     problems += ["rate must be above 0 requests a second"] if params["rate"] is not None and params["rate"] <= 0 else []
-    problems += goodput.slo_problems(params["slo"]) if params["slo"] is not None else []
+    problems += goodput.slo_problems(params["slo"], "slo") if params["slo"] is not None else []
     sending, problem = requests_of(params) if not problems else (None, None)
     problems += [problem] if problem else []
     if problems:

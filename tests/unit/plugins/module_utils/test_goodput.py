@@ -27,6 +27,11 @@ def test_slo_problems(slo, said):
     assert slo_problems(slo) == said
 
 
+def test_slo_problems_name_the_option_they_came_from():
+    assert slo_problems({"ttft": 1}, "slo") == ["slo.ttft: the targets are ttft_p99_ms, itl_p99_ms, error_budget",
+                                                "slo: give ttft_p99_ms or itl_p99_ms, or both"]
+
+
 def request(ttft, latency, tokens, gaps=(), ok=True, accept=None):
     return {"ok": ok, "ttft": ttft, "latency": latency, "tokens": tokens, "itl": list(gaps), "accept_length": accept}
 
