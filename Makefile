@@ -273,7 +273,13 @@ molecule: lab-image lab-wheelhouse  ## molecule scenarios (extensions/molecule) 
 bench: venv lab-up lab-wheelhouse  ## benchmarks on the lab: prints a table, writes bench/results.md (ROWS="gateway tune": those rows only)
 	$(PY) bench/bench.py $(ROWS)
 
-setup: deps venv importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference binary-wheels matrix-venvs $(PIP_BOOTSTRAP) $(TEST_CACHE)/get_pip_25_2.py  ## everything the gates need (cached, keyed by inputs)
+# What writes .venv or installs Debian packages runs first, alone; then the rest side by side -
+# downloads, venvs of their own, the image's debootstrap - each step's output kept whole (-O).
+SETUP_PARTS  := importer-venv lab-image lab-wheelhouse checker-wheelhouse lab-index sglang-reference binary-wheels \
+                matrix-venvs $(PIP_BOOTSTRAP) $(TEST_CACHE)/get_pip_25_2.py
+setup:  ## everything the gates need (cached, keyed by inputs)
+	$(MAKE) --no-print-directory deps venv
+	$(MAKE) --no-print-directory -j3 -Otarget $(SETUP_PARTS)
 
 # Each gate's wall time and test counts end the log (tests/gates.py). Gates that share nothing
 # run side by side, beside the integration gate, whose rows wait on servers and deadlines more
