@@ -60,7 +60,7 @@ options:
   concurrency:
     description:
       - Requests in flight at once.
-      - With O(rate), the most in flight at once: a request due while that many are in flight
+      - With O(rate), the most in flight at once. A request due while that many are in flight
         waits for one to end, and its times count from when it was due (its user waits too).
     type: int
     default: 4
@@ -72,7 +72,7 @@ options:
     type: float
   seed:
     description:
-      - The seed of the Poisson arrivals at O(rate): two steps with one seed send at the same moments.
+      - The seed of the Poisson arrivals at O(rate); two steps with one seed send at the same moments.
     type: int
     default: 0
   workload:

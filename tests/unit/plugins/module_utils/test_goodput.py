@@ -57,7 +57,7 @@ def test_met(slo, record, expected):
     assert met(record, slo) is expected
 
 
-STEADY = [request(0.1, 1.1, 11, [0.1] * 10, accept=3.0) for _ in range(9)] + [request(0.5, 3.5, 11, [0.3] * 10, accept=2.0)]
+STEADY = [request(0.1, 1.1, 11, [0.1] * 10, accept=3.0) for dummy in range(9)] + [request(0.5, 3.5, 11, [0.3] * 10, accept=2.0)]
 
 
 @pytest.mark.parametrize("slo, records, expected", [

@@ -83,7 +83,7 @@ def test_read(text, expected):
      "line 1: each of the first two turns needs its text in value or content"),
     (lines({"input_len": 8, "max_new_tokens": 4, "arrival": 1}, {"input_len": 8, "max_new_tokens": 4}),
      "traffic.jsonl: 1 of 2 requests have an arrival: give every request one, or none"),
-    (lines(*[{"prompt": SECRET} for _ in range(7)]), "line 5: give max_new_tokens (the answer's length in tokens); and 2 more"),
+    (lines(*[{"prompt": SECRET} for dummy in range(7)]), "line 5: give max_new_tokens (the answer's length in tokens); and 2 more"),
     ("", "traffic.jsonl holds no request: write one JSON object a line"),
     (lines(conversation("q", "a")), "traffic.jsonl holds no request"),
     ("[" + SECRET, "traffic.jsonl starts as a JSON array but is not JSON (Expecting value at line 1, column 2)"),
