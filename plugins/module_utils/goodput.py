@@ -27,6 +27,9 @@ __metaclass__ = type
 
 import math
 
+# (numpy's linear-interpolated percentile, as SGLang's benchmark computes its p99s.)
+from ansible_collections.inferops.sglang.plugins.module_utils.sglang_bench import percentile
+
 TARGETS = ("ttft_p99_ms", "itl_p99_ms")
 SLO_KEYS = TARGETS + ("error_budget",)
 PRECISION = 0.1
@@ -46,18 +49,6 @@ def slo_problems(slo, name="sglang_tune_slo"):
     if not any(key in slo for key in TARGETS):
         said.append("%s: give ttft_p99_ms or itl_p99_ms, or both" % name)
     return said
-
-
-def percentile(values, pct):
-    """Linear-interpolated percentile (numpy's default, as SGLang's benchmark computes its
-    p99s); None for no values."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = (len(ordered) - 1) * pct / 100.0
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def time_per_token(record):
