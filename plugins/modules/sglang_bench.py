@@ -56,6 +56,7 @@ options:
     description:
       - Measured requests (the prompt set, or the workload, is cycled).
       - 16 when not set, or with O(workload) every request of it once.
+      - A workload with arrivals is sent once, in its own order, so at most its own count.
     type: int
   concurrency:
     description:
@@ -469,11 +470,14 @@ def requests_of(params):
             return None, "; ".join(problems[:traffic.MAX_PROBLEMS]) or "workload holds no request"
         said = traffic.summary(asked)
     count = params["requests"] or (len(asked) if params["workload"] is not None else 16)
+    if asked[0]["arrival"] is not None and count > len(asked):
+        # (Cycled, the user's own times would run backwards at each new round.)
+        return None, "requests (%d) is more than the workload's %d: a workload with arrivals is sent once, " \
+            "in its own order" % (count, len(asked))
     chosen = [asked[i % len(asked)] for i in range(count)]
     items = [(traffic.prompt_of(request), request["max_new_tokens"]) for request in chosen]
     warm = [items[i % len(items)] for i in range(params["warmup"])]
-    moments = traffic.schedule(chosen, params["rate"], params["seed"]) if chosen[0]["arrival"] is not None or \
-        params["rate"] else None
+    moments = traffic.schedule(chosen, params["rate"], params["seed"])
     return (items, warm, moments, said), None
 
 

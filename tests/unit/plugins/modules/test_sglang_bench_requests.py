@@ -48,6 +48,9 @@ def test_a_workloads_own_arrivals_are_kept_without_a_rate():
     workload = [{"input_len": 4, "max_new_tokens": 4, "arrival": t} for t in (5.0, 5.5, 7.0)]
     (items, warm, due, said), problem = requests_of(params(workload=workload))
     assert problem is None and due == [0.0, 0.5, 2.0] and said["arrival_rate"] == 1.0
+    assert requests_of(params(workload=workload, requests=2))[0][2] == [0.0, 0.5]
+    assert requests_of(params(workload=workload, requests=4)) == (
+        None, "requests (4) is more than the workload's 3: a workload with arrivals is sent once, in its own order")
 
 
 @pytest.mark.parametrize("workload, said", [
